@@ -1,0 +1,48 @@
+"""GPU end-to-end tests: `pytest -m gpu tests/gpu` on a machine with CUDA and SGLang 0.5.23."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:
+        has_cuda = False
+    if has_cuda:
+        return
+    skip = pytest.mark.skip(reason="no CUDA device: GPU end-to-end tests need an NVIDIA GPU and sglang")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def run_engine(tmp_path_factory):
+    """Start an Engine in a fresh process; return its JSON result plus its combined log."""
+    logs = Path(os.environ.get("EAGLE3_EMBED_GPU_LOGS", tmp_path_factory.mktemp("logs")))
+    logs.mkdir(parents=True, exist_ok=True)
+
+    def run(name: str, timeout: int = 420, **engine_kwargs) -> dict:
+        result_path = logs / f"{name}.json"
+        with open(logs / f"{name}.log", "w") as log:
+            proc = subprocess.run(
+                [sys.executable, str(HERE / "engine_run.py"), str(result_path), json.dumps(engine_kwargs)],
+                stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False,
+            )  # fmt: skip
+        result = json.loads(result_path.read_text()) if result_path.exists() else {"ok": False}
+        result["returncode"] = proc.returncode
+        result["log"] = (logs / f"{name}.log").read_text()
+        return result
+
+    return run

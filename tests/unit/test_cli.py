@@ -1,0 +1,60 @@
+"""`sglang-eagle3-embed ids` end to end, as a subprocess."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sglang_eagle3_embed.ids import IDS_FIELD
+
+
+def cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "sglang_eagle3_embed.cli", *args], capture_output=True, text=True, check=False
+    )
+
+
+def write(tmp_path, name, config):
+    path = tmp_path / name
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps(config))
+    return str(path)
+
+
+def test_ids_explains_plugin_and_stock(tmp_path):
+    draft = write(tmp_path, "draft", {"eagle_config": {IDS_FIELD: [-1, 2, 30]}})
+    target = write(tmp_path, "target", {"num_hidden_layers": 61})
+    run = cli("ids", draft, "--target", target)
+    assert run.returncode == 0, run.stderr
+    assert "captures [embedding output, output of layer 2, output of layer 30]" in run.stdout
+    assert "fails at startup: RuntimeError: captured 2 of 3 aux hidden states" in run.stdout
+
+
+def test_ids_json_and_kimi_text_config(tmp_path):
+    draft = write(tmp_path, "draft", {IDS_FIELD: [30, -1, 2]})
+    target = write(tmp_path, "kimi", {"text_config": {"num_hidden_layers": 61}})
+    run = cli("ids", draft, "--target", target, "--json")
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["capture_indices"] == [31, 0, 3]
+    assert result["source"] == "top level"
+    assert result["stock_sglang"].startswith("serves [output of layer 1, output of layer 29")
+
+
+def test_ids_bad_config_exits_1_with_the_fix(tmp_path):
+    draft = write(tmp_path, "draft", {"eagle_config": {IDS_FIELD: [-1, 2, 2]}})
+    run = cli("ids", draft, "--num-layers", "61")
+    assert run.returncode == 1
+    assert "repeats [2]" in run.stdout
+
+
+@pytest.mark.parametrize("args", [[], ["ids"], ["ids", "x"], ["ids", "x", "--num-layers", "two"]])
+def test_bad_invocation_exits_2(args):
+    assert cli(*args).returncode == 2
+
+
+def test_unreadable_config_exits_2(tmp_path):
+    run = cli("ids", str(tmp_path / "missing"), "--num-layers", "61")
+    assert run.returncode == 2
+    assert "cannot read" in run.stderr
