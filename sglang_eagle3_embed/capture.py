@@ -157,7 +157,7 @@ def configure(
         return None
     plan = resolve_capture_plan(draft_config, causal_lm.config.num_hidden_layers)
     for warning in plan.warnings:
-        logger.warning("sglang_eagle3_embed: %s", warning)
+        logger.warning("sglang_eagle3_embed: [%s] %s", warning.rule, warning.message)
     logger.info(plan.log_line())
     apply_plan(causal_lm, plan)
     return plan

@@ -1,7 +1,9 @@
 """``sglang-eagle3-embed``: command-line tools that need no GPU.
 
-``ids`` explains which target tensors a draft config selects, under the plugin and under stock
-SGLang 0.5.23. Pure module: imports neither torch nor sglang.
+- ``ids`` explains which target tensors a draft config selects, under the plugin and under stock
+  SGLang 0.5.23 (pure: imports neither torch nor sglang);
+- ``check`` validates a deployment: the same arguments as ``sglang.launch_server``, resolved by
+  SGLang's own argument resolution on the CPU, configs only (imports sglang when run).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def _cmd_ids(args) -> int:
             "convention": plan.convention.value,
             "capture_indices": list(plan.indices),
             "plugin": plan.describe(),
-            "warnings": list(plan.warnings),
+            "warnings": [w.message for w in plan.warnings],
             "stock_sglang": stock_outcome,
             "stock_capture_indices": stock_indices,
         }
@@ -73,11 +75,31 @@ def _cmd_ids(args) -> int:
         print(f"--model-impl {MODEL_IMPL}: captures [{plan.describe()}]")
         print(f"stock SGLang 0.5.23   : {stock_outcome}")
         for warning in plan.warnings:
-            print(f"warning: {warning}")
+            print(f"warning [{warning.rule}]: {warning.message}")
     else:
         print(f"error: {result['error']}")
         print(f"stock SGLang 0.5.23: {stock_outcome}")
     return 0 if result["ok"] else 1
+
+
+CHECK_USAGE = """usage: sglang-eagle3-embed check [--json] <arguments of python -m sglang.launch_server>
+
+Validate a deployment without a GPU and without weights (configs only): SGLang's own argument
+resolution, then every rule of docs/validation.md. Exit 0: no error; 1: errors; 2: bad invocation."""
+
+
+def _cmd_check(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(CHECK_USAGE)
+        return 0 if argv else 2
+    as_json = "--json" in argv
+    argv = [a for a in argv if a != "--json"]
+    from sglang_eagle3_embed.check_report import render_json, render_table
+    from sglang_eagle3_embed.validation import run_check
+
+    findings = run_check(argv)  # SGLang's parser exits 2 on bad arguments
+    print(render_json(findings) if as_json else render_table(findings))
+    return 1 if any(f.severity.value == "error" for f in findings) else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,10 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--num-layers", type=int, help="the target's num_hidden_layers")
     ids.add_argument("--json", action="store_true", help="print JSON")
     ids.set_defaults(func=_cmd_ids)
+    sub.add_parser("check", help="validate a launch command line without a GPU", add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "check":  # everything after `check` belongs to SGLang's parser
+        return _cmd_check(argv[1:])
     args = build_parser().parse_args(argv)
     return args.func(args)
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sglang_eagle3_embed.errors import DraftConfigError
+from sglang_eagle3_embed.findings import Finding, Severity
 from sglang_eagle3_embed.ids import (
     CONVENTION_FIELD,
     IDS_FIELD,
@@ -73,7 +74,8 @@ def read_draft_ids(config: Mapping) -> DraftIds:
         raise DraftConfigError(
             f"{NESTED} is {nested!r}; it must be an object. Stock SGLang ignores a malformed "
             f"{NESTED} silently and captures its default layers. Write "
-            f'"{NESTED}": {{"{IDS_FIELD}": [...]}}.'
+            f'"{NESTED}": {{"{IDS_FIELD}": [...]}}.',
+            rule="draft-config-shape",
         )
     nested = nested or {}
 
@@ -86,7 +88,8 @@ def read_draft_ids(config: Mapping) -> DraftIds:
         raise DraftConfigError(
             f"{NESTED}.{IDS_FIELD} = {list(found[NESTED])} and top-level {IDS_FIELD} = "
             f"{list(found[TOP_LEVEL])} disagree. SGLang's target reads the nested list and its "
-            f"draft may count the other one; keep one list (or make both equal)."
+            f"draft may count the other one; keep one list (or make both equal).",
+            rule="draft-ids-conflict",
         )
     source = NESTED if NESTED in found else TOP_LEVEL if TOP_LEVEL in found else DEFAULT
     ids = found.get(NESTED, found.get(TOP_LEVEL))
@@ -99,7 +102,8 @@ def read_draft_ids(config: Mapping) -> DraftIds:
     if len(set(declared.values())) > 1:
         raise DraftConfigError(
             f"{NESTED}.{CONVENTION_FIELD} = {declared[NESTED].value!r} and top-level "
-            f"{CONVENTION_FIELD} = {declared[TOP_LEVEL].value!r} disagree; keep one."
+            f"{CONVENTION_FIELD} = {declared[TOP_LEVEL].value!r} disagree; keep one.",
+            rule="draft-ids-conflict",
         )
 
     use_aux = _optional(nested, "use_aux_hidden_state", f"{NESTED}.", bool)
@@ -126,7 +130,7 @@ class CapturePlan:
     convention: Convention
     indices: tuple[int, ...]
     """Capture indices (input of layer i; 0 = embedding output), in the draft's order."""
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Finding, ...] = ()
 
     @property
     def layers_to_capture(self) -> list[int]:
@@ -155,14 +159,20 @@ class CapturePlan:
         )
 
 
-def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int, ...], list[str]]:
-    warnings: list[str] = []
+class _Warnings(list):
+    def append(self, rule: str, message: str) -> None:  # type: ignore[override]
+        super().append(Finding(rule, Severity.WARNING, message))
+
+
+def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int, ...], list[Finding]]:
+    warnings = _Warnings()
     if draft.ids is None:
         indices = tuple(stock_capture_indices(None, num_layers))
         warnings.append(
+            "draft-ids-missing",
             f"the draft config has no {IDS_FIELD} (neither in {NESTED} nor at the top level); "
             f"capturing SGLang's default [{describe_capture_indices(indices)}]. If the draft was "
-            f'trained on other tensors, add e.g. "{NESTED}": {{"{IDS_FIELD}": [-1, 2, 30]}}.'
+            f'trained on other tensors, add e.g. "{NESTED}": {{"{IDS_FIELD}": [-1, 2, 30]}}.',
         )
         return Convention.SGLANG_STOCK, indices, warnings
     if -1 in draft.ids:
@@ -171,7 +181,8 @@ def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int,
                 f"{IDS_FIELD} = {list(draft.ids)} contains -1 but {CONVENTION_FIELD} is "
                 f"'hidden_states', where the embedding output is 0. Either declare "
                 f"'layer_output' (-1 = embedding output, k = output of layer k) or write the "
-                f"embedding as 0."
+                f"embedding as 0.",
+                rule="draft-ids-convention",
             )
         convention = Convention.LAYER_OUTPUT
     elif draft.declared is not None:
@@ -179,11 +190,12 @@ def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int,
     else:
         indices = tuple(stock_capture_indices(draft.ids, num_layers))
         warnings.append(
+            "draft-ids-undeclared",
             f"{IDS_FIELD} = {list(draft.ids)} has no -1 and the config declares no "
             f"{CONVENTION_FIELD}; keeping stock SGLang's reading (+1 only when the first id is 1), "
             f"which captures [{describe_capture_indices(indices)}]. Declare "
             f'"{CONVENTION_FIELD}": "layer_output" (id k = output of layer k) or "hidden_states" '
-            f"(id j = HF hidden_states[j]) so the ids cannot be misread."
+            f"(id j = HF hidden_states[j]) so the ids cannot be misread.",
         )
         return Convention.SGLANG_STOCK, indices, warnings
     return convention, tuple(id_to_capture_index(i, convention) for i in draft.ids), warnings
@@ -204,7 +216,8 @@ def _check_range(draft: DraftIds, convention: Convention, indices, num_layers: i
         f"{where} has out-of-range entries {[i for i, _ in bad]} for a target with {num_layers} "
         f"layers; allowed: {allowed}. The DeepSeek family in SGLang 0.5.23 captures the embedding "
         f"output and the outputs of layers 0..{num_layers - 2}; the output of the last layer has "
-        f"no capture point. Check that the draft was trained for this target."
+        f"no capture point. Check that the draft was trained for this target.",
+        rule="draft-ids-range",
     )
 
 
@@ -215,14 +228,18 @@ def resolve_capture_plan(config: Mapping, num_layers: int) -> CapturePlan:
     fail on late: malformed ids, out-of-range ids, a count the draft's fc does not read.
     """
     if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
-        raise DraftConfigError(f"the target's num_hidden_layers is {num_layers!r}; expected a positive int.")
+        raise DraftConfigError(
+            f"the target's num_hidden_layers is {num_layers!r}; expected a positive int.",
+            rule="target-config",
+        )
     draft = read_draft_ids(config)
     if not draft.use_aux_hidden_state:
         raise DraftConfigError(
             f"{NESTED}.use_aux_hidden_state is false: SGLang would capture nothing and the draft "
             f"would read the final hidden state with its fc silently skipped. EAGLE-3 drafts read "
             f"aux hidden states: set it to true, or serve an EAGLE-1/2 draft with "
-            f"--speculative-algorithm EAGLE."
+            f"--speculative-algorithm EAGLE.",
+            rule="draft-use-aux-off",
         )
     convention, indices, warnings = _interpret(draft, num_layers)
     _check_range(draft, convention, indices, num_layers)
@@ -232,13 +249,15 @@ def resolve_capture_plan(config: Mapping, num_layers: int) -> CapturePlan:
             f"{list(draft.ids) if draft.ids else 'the default ids'}) name one tensor twice for a "
             f"target with {num_layers} layers; stock SGLang would fail at startup with 'captured "
             f"{len(set(indices))} of {len(indices)} aux hidden states'. List the ids the draft was "
-            f"trained on in {NESTED}.{IDS_FIELD}."
+            f"trained on in {NESTED}.{IDS_FIELD}.",
+            rule="draft-ids-range",
         )
     if len(indices) != draft.draft_num_aux:
         raise DraftConfigError(
             f"the target would capture {len(indices)} tensors [{describe_capture_indices(indices)}] "
             f"but the draft's fc reads {draft.draft_num_aux} (num_aux_hidden_states, else the length "
-            f"of {NESTED}.{IDS_FIELD}, else 3). Make num_aux_hidden_states equal the number of ids."
+            f"of {NESTED}.{IDS_FIELD}, else 3). Make num_aux_hidden_states equal the number of ids.",
+            rule="draft-aux-count",
         )
     return CapturePlan(draft.ids, draft.source, convention, indices, tuple(warnings))
 

@@ -1,4 +1,4 @@
-"""The plugin's two hooks into SGLang 0.5.23 (glue; listed in docs/patches.md).
+"""The plugin's hooks into SGLang 0.5.23 (glue; listed in docs/patches.md).
 
 1. An AROUND hook on ``sglang.srt.model_loader.utils.get_model_architecture`` returns the plugin's
    classes for a target whose ``model_impl`` is ``sglang_eagle3_embed``; every other launch, and
@@ -7,6 +7,8 @@
    asking for the plugin when the plugin is not active, before any subprocess or GPU work. SGLang
    swallows exceptions raised by plugins (``srt/plugins/__init__.py:83-84,135-136``) and treats an
    unknown ``--model-impl`` like ``sglang``, so without it a broken plugin would degrade silently.
+3. A wrapper of the ``handle_speculative_decoding`` step: the startup validator
+   (:mod:`sglang_eagle3_embed.validation`), for launches that ask for the plugin.
 """
 
 from __future__ import annotations
@@ -14,10 +16,19 @@ from __future__ import annotations
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.errors import PluginInactiveError
 
-__all__ = ["ARCH_TARGET", "GUARD_STEP", "State", "install", "requested", "require_active"]
+__all__ = [
+    "ARCH_TARGET",
+    "GUARD_STEP",
+    "VALIDATION_STEP",
+    "State",
+    "install",
+    "requested",
+    "require_active",
+]
 
 ARCH_TARGET = "sglang.srt.model_loader.utils.get_model_architecture"
 GUARD_STEP = "handle_deprecated_dp_attention"
+VALIDATION_STEP = "handle_speculative_decoding"
 
 
 class State:
@@ -64,10 +75,17 @@ def _around_get_model_architecture(original, model_config, *args, **kwargs):
     return plugin_class_for(model_cls), arch
 
 
+def _validate_launch(server_args, previous) -> None:
+    from sglang_eagle3_embed.validation import validate_launch
+
+    validate_launch(server_args, previous)
+
+
 def install() -> list[str]:
-    """Register both hooks, each on its own, so that either one alone still stops a launch that
-    asks for the plugin when the other failed. Returns the failures (empty when both registered).
-    Idempotent. SGLang applies HookRegistry hooks after every plugin ran."""
+    """Register the hooks, each on its own, so that the guard or the architecture hook alone
+    still stops a launch that asks for the plugin when another failed. Returns the failures
+    (empty when all registered). Idempotent. SGLang applies HookRegistry hooks after every
+    plugin ran."""
     if State.installed:
         return []
     from sglang.srt.arg_groups.resolution_hooks import register_resolution_hook
@@ -78,6 +96,10 @@ def install() -> list[str]:
         register_resolution_hook(GUARD_STEP)(_resolution_guard)
     except Exception as exc:
         errors.append(f"registering the resolution guard on {GUARD_STEP!r} failed: {exc!r}")
+    try:
+        register_resolution_hook(VALIDATION_STEP)(_validate_launch)
+    except Exception as exc:
+        errors.append(f"registering the startup validator on {VALIDATION_STEP!r} failed: {exc!r}")
     try:
         HookRegistry.register(ARCH_TARGET, _around_get_model_architecture, HookType.AROUND)
     except Exception as exc:

@@ -79,7 +79,8 @@ def parse_convention(value: object, *, where: str) -> Convention:
     raise DraftConfigError(
         f"{where}{CONVENTION_FIELD} is {value!r}; it must be one of {allowed}. "
         f"Use 'layer_output' when id k means the output of layer k and -1 the embedding "
-        f"output, 'hidden_states' when id j means HF output_hidden_states[j] (0 = embedding)."
+        f"output, 'hidden_states' when id j means HF output_hidden_states[j] (0 = embedding).",
+        rule="draft-ids-convention",
     )
 
 
@@ -140,23 +141,27 @@ def validate_ids(value: object, *, where: str) -> tuple[int, ...]:
     if not isinstance(value, (list, tuple)):
         raise DraftConfigError(
             f"{field} is {value!r}; it must be a list of integer layer ids, "
-            f"e.g. [-1, 2, 30] for cat([embedding output, output of layer 2, output of layer 30])."
+            f"e.g. [-1, 2, 30] for cat([embedding output, output of layer 2, output of layer 30]).",
+            rule="draft-ids-invalid",
         )
     if not value:
         raise DraftConfigError(
-            f"{field} is empty; list the layers the draft was trained on, e.g. [-1, 2, 30]."
+            f"{field} is empty; list the layers the draft was trained on, e.g. [-1, 2, 30].",
+            rule="draft-ids-invalid",
         )
     bad = [v for v in value if isinstance(v, bool) or not isinstance(v, int)]
     if bad:
         raise DraftConfigError(
             f"{field} = {list(value)!r} contains non-integer entries {bad!r}; "
-            f"write each layer id as a JSON integer."
+            f"write each layer id as a JSON integer.",
+            rule="draft-ids-invalid",
         )
     seen: set[int] = set()
     dups = sorted({v for v in value if v in seen or seen.add(v)})
     if dups:
         raise DraftConfigError(
             f"{field} = {list(value)!r} repeats {dups!r}; each captured tensor must be listed "
-            f"once, in the order the draft was trained on."
+            f"once, in the order the draft was trained on.",
+            rule="draft-ids-invalid",
         )
     return tuple(value)

@@ -53,6 +53,17 @@ def main(mode: str) -> dict:
         ServerArgs(model_path="dummy", model_impl=impl).resolve_once()
         return "resolved"
 
+    def seed_launch(impl):
+        import tempfile
+
+        from sglang.srt.server_args import prepare_server_args
+
+        from sglang_eagle3_embed.rule_examples import Scenario, launch, materialize
+
+        argv = materialize(Scenario(launch(steps=(1, 1, 16), impl=impl)), tempfile.mkdtemp())
+        prepare_server_args([*argv, "--device", "cpu"]).resolve_once()
+        return "resolved"
+
     archs = [
         "DeepseekV2ForCausalLM",
         "DeepseekV3ForCausalLM",
@@ -72,6 +83,9 @@ def main(mode: str) -> dict:
             for impl in ("sglang_eagle3_embed", "sglang", "auto")
         },
         "resolve": {},
+        "seed_launch": {
+            impl: outcome(lambda impl=impl: seed_launch(impl)) for impl in ("sglang_eagle3_embed", None)
+        },
     }
     for impl in ("sglang_eagle3_embed", "sglang", "auto", "transformers_typo"):
         for arch in archs:

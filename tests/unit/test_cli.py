@@ -58,3 +58,37 @@ def test_unreadable_config_exits_2(tmp_path):
     run = cli("ids", str(tmp_path / "missing"), "--num-layers", "61")
     assert run.returncode == 2
     assert "cannot read" in run.stderr
+
+
+def check_cli(tmp_path, scenario, *extra):
+    from sglang_eagle3_embed.rule_examples import materialize
+
+    return cli("check", *extra, *materialize(scenario, tmp_path))
+
+
+def test_check_refuses_the_seed_flags_with_a_table(tmp_path):
+    from sglang_eagle3_embed.rule_examples import Scenario, launch
+
+    run = check_cli(tmp_path, Scenario(launch(steps=(1, 1, 16))))
+    assert run.returncode == 1, run.stderr[-2000:]
+    row = next(line for line in run.stdout.splitlines() if line.startswith("draft-tokens-rewritten"))
+    assert "error" in row
+    assert "1 error(s), 0 warning(s)" in run.stdout
+
+
+def test_check_json_clean_deployment_exits_0(tmp_path):
+    from sglang_eagle3_embed.rule_examples import Scenario
+    from sglang_eagle3_embed.rules import RULES
+
+    run = check_cli(tmp_path, Scenario(), "--json")
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    assert report["ok"] is True and report["findings"] == []
+    assert report["rules"] == dict.fromkeys(RULES, "ok")
+
+
+@pytest.mark.parametrize(
+    "args", [["check"], ["check", "--model-path"], ["check", "--model-path", "x", "--tp-size", "two"]]
+)
+def test_check_bad_invocation_exits_2(args):
+    assert cli(*args).returncode == 2

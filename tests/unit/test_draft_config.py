@@ -39,7 +39,8 @@ def test_undeclared_ids_without_minus_one_keep_stock_reading_and_warn(data, num_
     expected = [i + 1 for i in ids] if ids[0] == 1 else ids
     assert plan.convention is Convention.SGLANG_STOCK
     assert list(plan.indices) == expected
-    assert len(plan.warnings) == 1 and CONVENTION_FIELD in plan.warnings[0]
+    assert [w.rule for w in plan.warnings] == ["draft-ids-undeclared"]
+    assert CONVENTION_FIELD in plan.warnings[0].message
 
 
 @given(LAYERS)
@@ -50,7 +51,8 @@ def test_missing_ids_capture_the_default_with_a_warning(num_layers):
         return
     plan = resolve_capture_plan({}, num_layers)
     assert list(plan.indices) == [2, num_layers // 2, num_layers - 3]
-    assert "no eagle_aux_hidden_state_layer_ids" in plan.warnings[0]
+    assert [w.rule for w in plan.warnings] == ["draft-ids-missing"]
+    assert "no eagle_aux_hidden_state_layer_ids" in plan.warnings[0].message
 
 
 @given(st.data(), LAYERS, st.sampled_from(["layer_output", "hidden_states"]))

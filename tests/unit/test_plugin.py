@@ -80,3 +80,13 @@ def test_without_the_guard_the_model_load_still_fails_closed():
     failure = report["resolve"][f"{OURS}/DeepseekV3ForCausalLM"]
     assert failure["error"] == "PluginInactiveError" and "no_such_step" in failure["message"]
     assert report["resolve"]["sglang/DeepseekV3ForCausalLM"]["ok"].startswith("sglang.srt.models.")
+
+
+def test_launch_with_the_seed_flags_is_refused_before_any_gpu_work(healthy):
+    """The validator wraps SGLang's handle_speculative_decoding step in the launcher process."""
+    refused = healthy["seed_launch"]["sglang_eagle3_embed"]
+    assert refused["error"] == "ValidationError"
+    assert "[draft-tokens-rewritten]" in refused["message"]
+    assert "--speculative-num-steps 15" in refused["message"]
+    assert "--speculative-num-draft-tokens 2" in refused["message"]
+    assert healthy["seed_launch"]["null"]["ok"] == "resolved"  # other launches: SGLang as before
