@@ -27,6 +27,7 @@ from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.draft_config import CapturePlan, resolve_capture_plan
 from sglang_eagle3_embed.errors import UnsupportedModeError
 from sglang_eagle3_embed.ids import describe_capture_indices
+from sglang_eagle3_embed.rules import pipeline_parallel_message, two_batch_overlap_message
 
 __all__ = [
     "Eagle3EmbedDeepseekV2Model",
@@ -80,23 +81,11 @@ def refuse_unsupported_modes() -> None:
     """Raise for parallel modes in which SGLang 0.5.23 cannot deliver every capture."""
     from sglang.srt.runtime_context import get_exec, get_parallel
 
-    pp_size = get_parallel().pp_size
-    if pp_size > 1:
-        raise UnsupportedModeError(
-            f"--model-impl {MODEL_IMPL} cannot run with --pp-size {pp_size}: the embedding output "
-            f"and the early layers live on the first pipeline stage, while SGLang 0.5.23 captures "
-            f"aux hidden states on the last stage only (srt/models/deepseek_v2.py:3459-3460), so "
-            f"the draft would not get what it was trained on. Use --tp-size (and DP attention) "
-            f"instead of pipeline parallelism."
-        )
+    what = f"--model-impl {MODEL_IMPL}"
+    if get_parallel().pp_size > 1:
+        raise UnsupportedModeError(pipeline_parallel_message(get_parallel().pp_size, what))
     if get_exec().overlap.enable_two_batch_overlap:
-        raise UnsupportedModeError(
-            f"--model-impl {MODEL_IMPL} cannot run with --enable-two-batch-overlap: in SGLang "
-            f"0.5.23 two-batch overlap runs the layers after first_k_dense_replace through "
-            f"model_forward_stages, which has no capture point (srt/models/deepseek_v2.py:"
-            f"3163-3172, 3202-3210), so aux hidden states would be missing. Drop "
-            f"--enable-two-batch-overlap."
-        )
+        raise UnsupportedModeError(two_batch_overlap_message(what))
 
 
 def install(causal_lm: DeepseekV2ForCausalLM) -> None:

@@ -524,11 +524,27 @@ def _target_not_deepseek(d: Deployment):
 def _pipeline_parallel(d: Deployment):
     pp = d.value("pp_size") or 1
     if d.eagle3 and d.family and pp > 1:
-        yield (
-            f"--pp-size {pp} with EAGLE3 on {d.target_arch}: the embedding output and early layers "
-            f"live on the first pipeline stage but SGLang 0.5.23 captures aux hidden states on the "
-            f"last stage only. Fix: use --tp-size (and DP attention) instead of --pp-size."
-        )
+        yield pipeline_parallel_message(pp, f"EAGLE3 on {d.target_arch}")
+
+
+def pipeline_parallel_message(pp_size: int, what: str) -> str:
+    """Shared with the load-time refusal (capture.refuse_unsupported_modes)."""
+    return (
+        f"--pp-size {pp_size} with {what}: the embedding output and early layers live on the first "
+        f"pipeline stage but SGLang 0.5.23 captures aux hidden states on the last stage only "
+        f"(srt/models/deepseek_v2.py:3459-3460). Fix: use --tp-size (and DP attention) instead of "
+        f"--pp-size."
+    )
+
+
+def two_batch_overlap_message(what: str) -> str:
+    """Shared with the load-time refusal (capture.refuse_unsupported_modes)."""
+    return (
+        f"--enable-two-batch-overlap with {what}: SGLang 0.5.23 runs the layers after "
+        f"first_k_dense_replace through model_forward_stages, which has no capture point "
+        f"(srt/models/deepseek_v2.py:3163-3172, 3202-3210), so aux hidden states would be missing "
+        f"on overlapped batches. Fix: drop --enable-two-batch-overlap."
+    )
 
 
 @rule(
@@ -541,11 +557,7 @@ def _pipeline_parallel(d: Deployment):
 )
 def _two_batch_overlap(d: Deployment):
     if d.eagle3 and d.family and d.value("enable_two_batch_overlap"):
-        yield (
-            f"--enable-two-batch-overlap with EAGLE3 on {d.target_arch}: SGLang 0.5.23 would miss "
-            f"the aux hidden states of every layer after first_k_dense_replace on overlapped "
-            f"batches. Fix: drop --enable-two-batch-overlap."
-        )
+        yield two_batch_overlap_message(f"EAGLE3 on {d.target_arch}")
 
 
 def _override_keys(value) -> set[str]:

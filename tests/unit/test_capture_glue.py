@@ -100,7 +100,7 @@ def test_two_batch_overlap_is_refused_at_load(tiny):
     override = get_context().override_server_args(enable_two_batch_overlap=True)
     override.install()
     try:
-        with pytest.raises(UnsupportedModeError, match="Drop --enable-two-batch-overlap"):
+        with pytest.raises(UnsupportedModeError, match="Fix: drop --enable-two-batch-overlap"):
             harness.sglang_model(models.DeepseekV3ForCausalLM, config, hf)
     finally:
         override.restore()
