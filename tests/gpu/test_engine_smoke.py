@@ -82,3 +82,18 @@ def test_plugin_honours_top_level_ids_in_draft_order(tiny, run_engine):
     assert "[output of layer 4, embedding output, output of layer 2]" in result["log"]
     assert "from top level" in result["log"]
     assert all(a is not None and a >= 1.0 for a in result["accept_length"])
+
+
+def test_seed_flags_are_refused_before_the_model_loads(tiny, run_engine):
+    """--speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 16."""
+    seed = dict(SPEC, speculative_num_steps=1, speculative_num_draft_tokens=16)
+    result = run_engine(
+        "plugin-seed-flags", model_path=tiny[0], model_impl=OURS, speculative_draft_model_path=tiny[1], **seed
+    )
+    assert not result["ok"]
+    assert result["error"].startswith("ValidationError")
+    assert (
+        "--speculative-num-steps 15" in result["error"]
+        and "--speculative-num-draft-tokens 2" in result["error"]
+    )
+    assert "Load weight" not in result["log"]  # refused in the launcher, before any worker started

@@ -101,3 +101,12 @@ def test_random_flags_and_draft_json_give_findings_never_a_traceback(check, flag
         draft_errors = {r for r in rules if r.startswith("draft-") and RULES[r].severity is Severity.ERROR}
         draft_errors -= {"draft-path-missing", "draft-tokens-rewritten", "draft-vocab", "draft-target-hidden"}
         assert bool(draft_errors) == (oracle(draft, BASE_TARGET["num_hidden_layers"]) is None), rules
+
+
+def test_adaptive_rewrite_of_explicit_draft_tokens_is_refused(check):
+    found = {f.rule: f for f in check(Scenario(launch("--speculative-adaptive", steps=(3, 1, 8))))}
+    message = found["draft-tokens-rewritten"].message
+    assert "silently draft 4 tokens instead of 8" in message
+    assert (
+        "drop --speculative-num-draft-tokens (adaptive picks it), or drop --speculative-adaptive" in message
+    )
