@@ -21,11 +21,10 @@ from sglang_eagle3_embed.errors import PluginInactiveError, ValidationError
 from sglang_eagle3_embed.findings import Finding, Severity
 from sglang_eagle3_embed.rules import WATCHED, Deployment, evaluate
 
-__all__ = ["VALIDATION_STEP", "plugin_status", "run_check", "snapshot", "validate_launch"]
+__all__ = ["plugin_status", "run_check", "snapshot", "validate_launch"]
 
 logger = logging.getLogger("sglang_eagle3_embed")
 
-VALIDATION_STEP = "handle_speculative_decoding"
 ENTRY_POINT = "eagle3_embed"
 FC_WEIGHT_NAMES = ("fc.weight", "model.fc.weight")
 

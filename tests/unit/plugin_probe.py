@@ -53,16 +53,24 @@ def main(mode: str) -> dict:
         ServerArgs(model_path="dummy", model_impl=impl).resolve_once()
         return "resolved"
 
-    def seed_launch(impl):
+    def seed_launch(impl, steps=(1, 1, 16), draft=None):
         import tempfile
 
         from sglang.srt.server_args import prepare_server_args
 
         from sglang_eagle3_embed.rule_examples import Scenario, launch, materialize
 
-        argv = materialize(Scenario(launch(steps=(1, 1, 16), impl=impl)), tempfile.mkdtemp())
+        argv = materialize(Scenario(launch(steps=steps, impl=impl), draft=draft or {}), tempfile.mkdtemp())
         prepare_server_args([*argv, "--device", "cpu"]).resolve_once()
         return "resolved"
+
+    import logging
+
+    warnings = []
+    handler = logging.Handler()
+    handler.emit = lambda record: warnings.append(record.getMessage())
+    logging.getLogger("sglang_eagle3_embed").addHandler(handler)
+    undeclared = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 3, 5]}}
 
     archs = [
         "DeepseekV2ForCausalLM",
@@ -86,6 +94,8 @@ def main(mode: str) -> dict:
         "seed_launch": {
             impl: outcome(lambda impl=impl: seed_launch(impl)) for impl in ("sglang_eagle3_embed", None)
         },
+        "warned_launch": outcome(lambda: seed_launch("sglang_eagle3_embed", (3, 1, 4), undeclared)),
+        "warnings": warnings,
     }
     for impl in ("sglang_eagle3_embed", "sglang", "auto", "transformers_typo"):
         for arch in archs:

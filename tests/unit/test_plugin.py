@@ -90,3 +90,9 @@ def test_launch_with_the_seed_flags_is_refused_before_any_gpu_work(healthy):
     assert "--speculative-num-steps 15" in refused["message"]
     assert "--speculative-num-draft-tokens 2" in refused["message"]
     assert healthy["seed_launch"]["null"]["ok"] == "resolved"  # other launches: SGLang as before
+
+
+def test_warnings_are_logged_and_the_launch_goes_on(healthy):
+    assert healthy["warned_launch"]["ok"] == "resolved"
+    logged = [w for w in healthy["warnings"] if "[draft-ids-undeclared]" in w]
+    assert len(logged) == 1, healthy["warnings"]
