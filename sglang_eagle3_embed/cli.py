@@ -16,6 +16,7 @@ from pathlib import Path
 from sglang_eagle3_embed import MODEL_IMPL, __version__
 from sglang_eagle3_embed.draft_config import resolve_capture_plan, stock_reading
 from sglang_eagle3_embed.errors import DraftConfigError
+from sglang_eagle3_embed.findings import Severity
 
 __all__ = ["main"]
 
@@ -99,7 +100,7 @@ def _cmd_check(argv: list[str]) -> int:
 
     findings = run_check(argv)  # SGLang's parser exits 2 on bad arguments
     print(render_json(findings) if as_json else render_table(findings))
-    return 1 if any(f.severity.value == "error" for f in findings) else 0
+    return 1 if any(f.severity is Severity.ERROR for f in findings) else 0
 
 
 def build_parser() -> argparse.ArgumentParser:

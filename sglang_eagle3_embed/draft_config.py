@@ -159,22 +159,17 @@ class CapturePlan:
         )
 
 
-class _Warnings(list):
-    def append(self, rule: str, message: str) -> None:  # type: ignore[override]
-        super().append(Finding(rule, Severity.WARNING, message))
-
-
 def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int, ...], list[Finding]]:
-    warnings = _Warnings()
     if draft.ids is None:
         indices = tuple(stock_capture_indices(None, num_layers))
-        warnings.append(
+        warning = Finding(
             "draft-ids-missing",
+            Severity.WARNING,
             f"the draft config has no {IDS_FIELD} (neither in {NESTED} nor at the top level); "
             f"capturing SGLang's default [{describe_capture_indices(indices)}]. If the draft was "
             f'trained on other tensors, add e.g. "{NESTED}": {{"{IDS_FIELD}": [-1, 2, 30]}}.',
         )
-        return Convention.SGLANG_STOCK, indices, warnings
+        return Convention.SGLANG_STOCK, indices, [warning]
     if -1 in draft.ids:
         if draft.declared is Convention.HIDDEN_STATES:
             raise DraftConfigError(
@@ -189,16 +184,17 @@ def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int,
         convention = draft.declared
     else:
         indices = tuple(stock_capture_indices(draft.ids, num_layers))
-        warnings.append(
+        warning = Finding(
             "draft-ids-undeclared",
+            Severity.WARNING,
             f"{IDS_FIELD} = {list(draft.ids)} has no -1 and the config declares no "
             f"{CONVENTION_FIELD}; keeping stock SGLang's reading (+1 only when the first id is 1), "
             f"which captures [{describe_capture_indices(indices)}]. Declare "
             f'"{CONVENTION_FIELD}": "layer_output" (id k = output of layer k) or "hidden_states" '
             f"(id j = HF hidden_states[j]) so the ids cannot be misread.",
         )
-        return Convention.SGLANG_STOCK, indices, warnings
-    return convention, tuple(id_to_capture_index(i, convention) for i in draft.ids), warnings
+        return Convention.SGLANG_STOCK, indices, [warning]
+    return convention, tuple(id_to_capture_index(i, convention) for i in draft.ids), []
 
 
 def _check_range(draft: DraftIds, convention: Convention, indices, num_layers: int) -> None:

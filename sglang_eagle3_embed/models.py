@@ -11,8 +11,9 @@ from __future__ import annotations
 from sglang.srt.models import deepseek_v2 as _deepseek
 from sglang.srt.models import kimi_k25 as _kimi
 
-from sglang_eagle3_embed import MODEL_IMPL, capture
+from sglang_eagle3_embed import capture
 from sglang_eagle3_embed.errors import UnsupportedModeError
+from sglang_eagle3_embed.rules import not_deepseek_message
 
 __all__ = [
     "DeepseekV2ForCausalLM",
@@ -76,10 +77,4 @@ def plugin_class_for(stock_cls: type) -> type:
     try:
         return _PLUGIN_CLASSES[stock_cls]
     except KeyError:
-        served = ", ".join(cls.__name__ for cls in _PLUGIN_CLASSES)
-        raise UnsupportedModeError(
-            f"--model-impl {MODEL_IMPL} serves the DeepSeek family ({served}), but the target "
-            f"resolves to {stock_cls.__name__}. SGLang's other EAGLE-3 models already map id -1 "
-            f"to the embedding output (they add 1 to every id); launch without "
-            f"--model-impl {MODEL_IMPL}."
-        ) from None
+        raise UnsupportedModeError(not_deepseek_message(stock_cls.__name__)) from None

@@ -16,6 +16,7 @@ import difflib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.draft_config import CapturePlan, resolve_capture_plan, stock_reading
@@ -101,6 +102,18 @@ class Deployment:
     def plugin_requested(self) -> bool:
         return self.raw.get("model_impl") == MODEL_IMPL
 
+    @cached_property
+    def capture(self) -> CapturePlan | DraftConfigError | None:
+        """The draft's capture plan for this target, the reason there is none, or None when there
+        is no draft config or no target layer count (computed once per deployment)."""
+        layers = self.target_text.get("num_hidden_layers")
+        if self.draft is None or not isinstance(layers, int):
+            return None
+        try:
+            return resolve_capture_plan(self.draft, layers)
+        except DraftConfigError as err:
+            return err
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -130,13 +143,7 @@ def _flag(name: str) -> str:
 
 def _plan(d: Deployment) -> CapturePlan | None:
     """The capture plan, or None when the draft config is unusable (other rules report why)."""
-    layers = d.target_text.get("num_hidden_layers")
-    if d.draft is None or not isinstance(layers, int):
-        return None
-    try:
-        return resolve_capture_plan(d.draft, layers)
-    except DraftConfigError:
-        return None
+    return d.capture if isinstance(d.capture, CapturePlan) else None
 
 
 # ---------------------------------------------------------------- pre: flags as passed
@@ -368,25 +375,17 @@ _DRAFT_RULES = {
 }
 
 
-def _draft_config_findings(d: Deployment) -> dict[str, list[str]]:
-    if not d.eagle3 or d.draft is None:
-        return {}
-    layers = d.target_text.get("num_hidden_layers")
-    if not isinstance(layers, int):
-        return {}
-    try:
-        plan = resolve_capture_plan(d.draft, layers)
-    except DraftConfigError as err:
-        return {err.rule: [str(err)]}
-    found: dict[str, list[str]] = {}
-    for warning in plan.warnings:
-        found.setdefault(warning.rule, []).append(warning.message)
-    return found
-
-
 def _draft_rule(rule_id: str):
+    """The check of one draft-config rule: the plan's error or warnings carrying that rule id."""
+
     def check(d: Deployment):
-        yield from _draft_config_findings(d).get(rule_id, [])
+        if not d.eagle3 or d.capture is None:
+            return
+        if isinstance(d.capture, DraftConfigError):
+            if d.capture.rule == rule_id:
+                yield str(d.capture)
+            return
+        yield from (w.message for w in d.capture.warnings if w.rule == rule_id)
 
     return check
 
@@ -506,11 +505,16 @@ def _stock_misreads(d: Deployment):
 )
 def _target_not_deepseek(d: Deployment):
     if d.plugin_requested and d.target is not None and not d.family:
-        yield (
-            f"--model-impl {MODEL_IMPL} serves {', '.join(FAMILY)}; the target is "
-            f"{d.target_arch}. SGLang's other EAGLE-3 models already map -1 to the embedding "
-            f"output. Fix: drop --model-impl {MODEL_IMPL}."
-        )
+        yield not_deepseek_message(d.target_arch)
+
+
+def not_deepseek_message(arch: str | None) -> str:
+    """Shared with the load-time refusal (models.plugin_class_for)."""
+    return (
+        f"--model-impl {MODEL_IMPL} serves the DeepSeek family ({', '.join(FAMILY)}), but the "
+        f"target resolves to {arch}. SGLang's other EAGLE-3 models already map id -1 to the embedding "
+        f"output (they add 1 to every id). Fix: drop --model-impl {MODEL_IMPL}."
+    )
 
 
 @rule(

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 from sglang_eagle3_embed.rule_examples import DELETE, EXAMPLES, Scenario, materialize
 from sglang_eagle3_embed.rules import RULES
@@ -39,26 +39,12 @@ layer (`srt/models/deepseek_v2.py:3353`) and leaves the capture loop (3175-3197)
 """
 
 
-@contextmanager
-def _env(values: dict):
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def findings_for(scenario: Scenario, root: Path):
     """Run ``check`` on the scenario; messages use TARGET / DRAFT instead of the folders."""
     from sglang_eagle3_embed.validation import run_check
 
     argv = materialize(scenario, root)
-    with _env(scenario.env):
+    with mock.patch.dict(os.environ, scenario.env):
         findings = run_check(argv)
     return [
         f.__class__(

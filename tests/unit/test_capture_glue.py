@@ -55,6 +55,12 @@ def test_plugin_classes_keep_upstream_names_and_bases(sglang_cpu):
         assert models.plugin_class_for(plugin_cls) is plugin_cls
 
 
+def test_rule_table_names_the_served_family(sglang_cpu):
+    from sglang_eagle3_embed.rules import FAMILY
+
+    assert sorted(c.__name__ for c in models._PLUGIN_CLASSES) == sorted(FAMILY)
+
+
 def test_other_architectures_are_refused_clearly(sglang_cpu):
     from sglang.srt.models.llama import LlamaForCausalLM
 
