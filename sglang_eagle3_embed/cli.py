@@ -3,7 +3,10 @@
 - ``ids`` explains which target tensors a draft config selects, under the plugin and under stock
   SGLang 0.5.23 (pure: imports neither torch nor sglang);
 - ``check`` validates a deployment: the same arguments as ``sglang.launch_server``, resolved by
-  SGLang's own argument resolution on the CPU, configs only (imports sglang when run).
+  SGLang's own argument resolution on the CPU, configs only (imports sglang when run);
+- ``probe`` measures a draft under each candidate wiring and names the one it was trained for;
+- ``demo`` shows the failure and the fix on the tiny pair, on CPU;
+- ``pair`` builds (or finds in the cache) a tiny target/draft pair of a given size.
 """
 
 from __future__ import annotations
@@ -103,6 +106,72 @@ def _cmd_check(argv: list[str]) -> int:
     return 1 if any(f.severity is Severity.ERROR for f in findings) else 0
 
 
+def _cmd_probe(args) -> int:
+    from sglang_eagle3_embed.probe import load_prompts, probe_folders
+
+    prompts = load_prompts(args)
+    report = probe_folders(args, prompts)
+    print(json.dumps(report.as_dict(), indent=2) if args.json else report.table())
+    if args.output:
+        Path(args.output).write_text(json.dumps(report.as_dict(), indent=2))
+    plugin = report.result("plugin")
+    return 0 if plugin.score is not None and (plugin is report.best or plugin in report.ties) else 1
+
+
+def _cmd_demo(args) -> int:
+    from sglang_eagle3_embed.demo import run_demo
+
+    return run_demo(args.cache)
+
+
+def _cmd_pair(args) -> int:
+    from sglang_eagle3_embed.pair import PairSpec, build_pair
+    from sglang_eagle3_embed.tiny_target import TargetSpec
+
+    target = TargetSpec(num_layers=args.layers, hidden=args.hidden, vocab=args.vocab, heads=args.heads)
+    spec = PairSpec(target=target, ids=tuple(args.ids), convention=args.convention, declare=args.declare)
+    pair = build_pair(spec, args.cache)
+    print(json.dumps({"target": str(pair.target), "draft": str(pair.draft)}))
+    return 0
+
+
+def _add_probe(sub) -> None:
+    probe = sub.add_parser("probe", help="measure a draft under each candidate wiring (offline)")
+    probe.add_argument("--target", required=True, help="target model folder")
+    probe.add_argument("--draft", required=True, help="EAGLE-3 draft folder (LlamaForCausalLMEagle3)")
+    probe.add_argument("--backend", default="hf", choices=["hf", "sglang-cpu", "engine"])
+    probe.add_argument("--device", help="cpu (default) or cuda; the engine backend always uses cuda")
+    probe.add_argument(
+        "--engine-arg",
+        action="append",
+        metavar="KEY=VALUE",
+        help="sglang.Engine argument for --backend engine (repeatable; VALUE parsed as JSON if it can be)",
+    )
+    probe.add_argument("--prompts", help="file: one prompt per line, text or a JSON list of token ids")
+    probe.add_argument("--num-prompts", type=int, default=128)
+    probe.add_argument("--prompt-len", type=int, default=8, help="length of generated prompts")
+    probe.add_argument("--new-tokens", type=int, default=40, help="greedy tokens per prompt")
+    probe.add_argument("--num-steps", type=int, default=7, help="chain length (--speculative-num-steps)")
+    probe.add_argument("--seed", type=int, default=1234)
+    probe.add_argument("--json", action="store_true", help="print JSON")
+    probe.add_argument("--output", help="also write the JSON report to this file")
+    probe.add_argument("--no-progress", action="store_true", help="no progress bar")
+    probe.set_defaults(func=_cmd_probe)
+
+
+def _add_pair(sub) -> None:
+    pair = sub.add_parser("pair", help="build (or find in the cache) a tiny target/draft pair")
+    pair.add_argument("--layers", type=int, default=7)
+    pair.add_argument("--hidden", type=int, default=64)
+    pair.add_argument("--vocab", type=int, default=128)
+    pair.add_argument("--heads", type=int, default=4)
+    pair.add_argument("--ids", type=int, nargs="+", default=[-1, 2, 4])
+    pair.add_argument("--convention", default="layer_output", choices=["layer_output", "hidden_states"])
+    pair.add_argument("--declare", action="store_true", help="write the convention into the draft config")
+    pair.add_argument("--cache", help="cache folder (default: $SGLANG_EAGLE3_EMBED_CACHE or ~/.cache)")
+    pair.set_defaults(func=_cmd_pair)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sglang-eagle3-embed", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -115,11 +184,18 @@ def build_parser() -> argparse.ArgumentParser:
     ids.add_argument("--json", action="store_true", help="print JSON")
     ids.set_defaults(func=_cmd_ids)
     sub.add_parser("check", help="validate a launch command line without a GPU", add_help=False)
+    _add_probe(sub)
+    demo = sub.add_parser("demo", help="show the failure and the fix on a tiny pair, on CPU")
+    demo.add_argument("--cache", help="cache folder (default: $SGLANG_EAGLE3_EMBED_CACHE or ~/.cache)")
+    demo.set_defaults(func=_cmd_demo)
+    _add_pair(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        argv = ["demo"]  # the embedded default
     if argv and argv[0] == "check":  # everything after `check` belongs to SGLang's parser
         return _cmd_check(argv[1:])
     args = build_parser().parse_args(argv)

@@ -75,19 +75,31 @@ class Eagle3Draft(nn.Module):
         self.lm_head = nn.Linear(hidden, config_dict["draft_vocab_size"], bias=False)
         self.rotary = LlamaRotaryEmbedding(self.config)
 
-    def hidden(self, embeds: torch.Tensor, aux: torch.Tensor) -> torch.Tensor:
+    def residual_in(self, aux: torch.Tensor) -> torch.Tensor:
+        """``fc(aux)`` for target features; the draft's own hidden states pass as they are
+        (SGLang applies fc only when the width differs, ``llama_eagle3.py:236``)."""
+        return aux if aux.shape[-1] == self.config.hidden_size else self.fc(aux)
+
+    def run(self, embeds, residual, positions=None, mask=None):
+        """One pass of the layer: returns ``(logits, pre-norm hidden)``; the pre-norm hidden is what
+        SGLang feeds the next draft step (``llama_eagle3.py:268-270``). ``mask`` is a boolean
+        ``[T, T]`` attention mask (True = may attend); None means causal."""
         layer = self.midlayer
-        residual = self.fc(aux)
         x = torch.cat([layer.input_layernorm(embeds), layer.hidden_norm(residual)], dim=-1)
-        positions = torch.arange(embeds.shape[1], device=embeds.device)[None].expand(embeds.shape[0], -1)
-        cos_sin = self.rotary(x, positions)
-        attn, _ = layer.self_attn(x, position_embeddings=cos_sin, attention_mask=None)
+        if positions is None:
+            positions = torch.arange(embeds.shape[1], device=embeds.device)
+        cos_sin = self.rotary(x, positions[None].expand(embeds.shape[0], -1))
+        attn_mask = None if mask is None else mask[None, None].expand(embeds.shape[0], 1, -1, -1)
+        attn, _ = layer.self_attn(x, position_embeddings=cos_sin, attention_mask=attn_mask)
         residual = attn + residual
-        out = layer.mlp(layer.post_attention_layernorm(residual))
-        return self.norm(out + residual)
+        pre_norm = layer.mlp(layer.post_attention_layernorm(residual)) + residual
+        return self.lm_head(self.norm(pre_norm)), pre_norm
+
+    def hidden(self, embeds: torch.Tensor, aux: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.run(embeds, self.residual_in(aux))[1])
 
     def forward(self, embeds: torch.Tensor, aux: torch.Tensor) -> torch.Tensor:
-        return self.lm_head(self.hidden(embeds, aux))
+        return self.run(embeds, self.residual_in(aux))[0]
 
     def checkpoint(self) -> dict[str, torch.Tensor]:
         """Weights named as SGLang's loader expects (rotary buffers dropped)."""
@@ -111,28 +123,69 @@ def draft_inputs(target, states, greedy, tokens, capture_indices):
     return embeds, aux, greedy[:, 1:]
 
 
+def chain_targets(tokens: torch.Tensor, greedy: torch.Tensor, steps: int):
+    """Training-time test inputs and labels for :func:`~sglang_eagle3_embed.chain.draft_chain`:
+    step ``j`` at start ``t`` embeds the true ``tokens[t+j]`` and should predict ``greedy[t+j]``
+    (the target's next token there); starts past the end are masked out."""
+    batch, length = tokens.shape
+    n = length - 1
+    feed, labels, valid = [], [], []
+    for j in range(1, steps + 1):
+        index = torch.arange(n) + j
+        ok = index <= length - 1
+        index = index.clamp(max=length - 1)
+        labels.append(greedy[:, index])
+        valid.append(ok.expand(batch, n))
+        if j < steps:
+            feed.append(tokens[:, (torch.arange(n) + j + 1).clamp(max=length - 1)])
+    return feed, labels, valid
+
+
 def train_draft(
-    target, language, ids: list[int], *, steps: int = 300, batch: int = 32, seq_len: int = 32, seed: int = 0
+    target,
+    language,
+    ids: list[int],
+    *,
+    convention=None,
+    steps: int = 300,
+    ttt_steps: int = 3,
+    batch: int = 32,
+    seq_len: int = 32,
+    lr: float = 3e-3,
+    seed: int = 0,
 ):
-    """Distil an EAGLE-3 draft for ``target`` on ``cat`` of the tensors named by layer-output ``ids``."""
+    """Distil an EAGLE-3 draft for ``target`` on ``cat`` of the tensors named by ``ids`` (read in
+    ``convention``, layer outputs by default), unrolled over ``ttt_steps`` chained steps as EAGLE-3
+    trains ("training-time test"), so that later chain steps are useful too."""
+    from sglang_eagle3_embed.chain import draft_chain
     from sglang_eagle3_embed.ids import Convention, id_to_capture_index
 
     config = target.config
-    indices = [id_to_capture_index(i, Convention.LAYER_OUTPUT) for i in ids]
+    indices = [id_to_capture_index(i, convention or Convention.LAYER_OUTPUT) for i in ids]
     torch.manual_seed(seed)
     draft = Eagle3Draft(
         draft_config_dict(
             config.hidden_size, config.vocab_size, config.num_attention_heads, ids, config.hidden_size
         )
     )
-    optimizer = torch.optim.AdamW(draft.parameters(), lr=3e-3)
+    embedding = target.get_input_embeddings()
+
+    def frozen(x):
+        with torch.no_grad():
+            return embedding(x)
+
+    optimizer = torch.optim.AdamW(draft.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed + 2)
     for _ in range(steps):
         tokens = language.sample(batch, seq_len, gen)
         states, greedy = target_states(target, tokens)
-        embeds, aux, labels = draft_inputs(target, states, greedy, tokens, indices)
-        logits = draft(embeds, aux)
-        loss = nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
+        aux = torch.cat([states[i] for i in indices], dim=-1)
+        feed, labels, valid = chain_targets(tokens, greedy, ttt_steps)
+        logits = draft_chain(draft, frozen, tokens, aux, ttt_steps, feed=feed)
+        loss = sum(
+            0.8**j * nn.functional.cross_entropy(lg[ok], lb[ok])
+            for j, (lg, lb, ok) in enumerate(zip(logits, labels, valid))
+        )
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

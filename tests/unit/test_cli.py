@@ -49,9 +49,20 @@ def test_ids_bad_config_exits_1_with_the_fix(tmp_path):
     assert "repeats [2]" in run.stdout
 
 
-@pytest.mark.parametrize("args", [[], ["ids"], ["ids", "x"], ["ids", "x", "--num-layers", "two"]])
+@pytest.mark.parametrize("args", [["ids"], ["ids", "x"], ["ids", "x", "--num-layers", "two"], ["nope"]])
 def test_bad_invocation_exits_2(args):
     assert cli(*args).returncode == 2
+
+
+def test_no_arguments_runs_the_demo(monkeypatch):
+    """The demo is the embedded default (its own subprocess test: test_demo.py)."""
+    from sglang_eagle3_embed import cli as cli_module
+    from sglang_eagle3_embed import demo
+
+    calls = []
+    monkeypatch.setattr(demo, "run_demo", lambda cache: calls.append(cache) or 0)
+    assert cli_module.main([]) == 0
+    assert calls == [None]
 
 
 def test_unreadable_config_exits_2(tmp_path):

@@ -6,8 +6,7 @@ from types import SimpleNamespace
 
 import torch
 
-from sglang_eagle3_embed.tiny_draft import Eagle3Draft, agreement, draft_config_dict, train_draft
-from sglang_eagle3_embed.tiny_target import Language, TargetSpec, train_target
+from sglang_eagle3_embed.tiny_draft import Eagle3Draft, agreement, draft_config_dict
 
 
 def sglang_draft_hidden(draft_cfg, checkpoint, embedding, ids, aux):
@@ -77,9 +76,12 @@ def test_twin_is_causal():
     assert torch.equal(a[0, :-1], b[0, :-1]) and not torch.equal(a[0, -1], b[0, -1])
 
 
-def test_draft_learns_the_target():
-    spec = TargetSpec(steps=150)
-    target, language = train_target(spec), Language(spec)
-    draft = train_draft(target, language, [-1, 1, 2], steps=150)
-    tokens = language.sample(128, 16, torch.Generator().manual_seed(77))
-    assert agreement(draft, target, tokens, [0, 2, 3]) >= 0.7
+def test_draft_learns_the_target(tiny_pair):
+    from transformers import AutoModelForCausalLM
+
+    from sglang_eagle3_embed.probe import load_draft
+
+    target = AutoModelForCausalLM.from_pretrained(tiny_pair.target).eval()
+    draft, _ = load_draft(tiny_pair.draft)
+    tokens = tiny_pair.language.sample(128, 16, torch.Generator().manual_seed(77))
+    assert agreement(draft, target, tokens, [0, 3, 5]) >= 0.8  # seen: 0.9

