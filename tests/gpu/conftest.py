@@ -33,11 +33,11 @@ def run_engine(tmp_path_factory):
     logs = Path(os.environ.get("EAGLE3_EMBED_GPU_LOGS", tmp_path_factory.mktemp("logs")))
     logs.mkdir(parents=True, exist_ok=True)
 
-    def run(name: str, timeout: int = 420, **engine_kwargs) -> dict:
+    def run(name: str, timeout: int = 420, job: dict | None = None, **engine_kwargs) -> dict:
         result_path = logs / f"{name}.json"
         with open(logs / f"{name}.log", "w") as log:
             proc = subprocess.run(
-                [sys.executable, str(HERE / "engine_run.py"), str(result_path), json.dumps(engine_kwargs)],
+                [sys.executable, str(HERE / "engine_run.py"), str(result_path), json.dumps({"engine": engine_kwargs, **(job or {})})],
                 stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False,
             )  # fmt: skip
         result = json.loads(result_path.read_text()) if result_path.exists() else {"ok": False}

@@ -1,34 +1,72 @@
-"""Start one SGLang Engine, generate greedily for fixed prompts, write a JSON result.
+"""Start one SGLang Engine, generate greedily, write a JSON result.
 
 Run as a subprocess by the GPU tests (one engine per process; SGLang spawns its own workers):
-    python engine_run.py RESULT.json '{"model_path": ..., ...engine kwargs}'
+    python engine_run.py RESULT.json '{"engine": {...Engine kwargs}, "prompts": [[ids]], "modes": [...]}'
+(a plain dict of Engine kwargs is accepted too: the fixed PROMPTS, mode "all").
+
+Modes: "all" (one generate call with every prompt), "one-by-one" (batch size 1), "concurrent"
+(every prompt its own async request, all in flight at once). Each mode records its outputs, the
+per-request ``spec_accept_length``, and output tokens per second.
 """
 
+import asyncio
 import json
 import sys
 import time
 import traceback
 
 PROMPTS = [[(7 * i + j) % 2000 + 5 for j in range(16)] for i in range(8)]
-SAMPLING = {"temperature": 0, "max_new_tokens": 32, "ignore_eos": True}
 COMMON = dict(  # required by the GPU bundle (shared/gpu/README.md)
     skip_tokenizer_init=True, attention_backend="triton", sampling_backend="pytorch",
     disable_radix_cache=True, mem_fraction_static=0.4, cuda_graph_max_bs_decode=8, log_level="info",
 )  # fmt: skip
 
 
-def main(result_path: str, engine_kwargs: dict) -> None:
-    result = {"kwargs": engine_kwargs}
+def _summary(outputs, seconds):
+    tokens = sum(len(o["output_ids"]) for o in outputs)
+    return {
+        "outputs": [o["output_ids"] for o in outputs],
+        "accept_length": [o["meta_info"].get("spec_accept_length") for o in outputs],
+        "verify_ct": [o["meta_info"].get("spec_verify_ct") for o in outputs],
+        "tokens_per_s": round(tokens / seconds, 1),
+    }
+
+
+def run_mode(engine, mode, prompts, sampling):
+    started = time.time()
+    if mode == "all":
+        outputs = engine.generate(input_ids=prompts, sampling_params=sampling)
+    elif mode == "one-by-one":
+        outputs = [engine.generate(input_ids=[p], sampling_params=sampling)[0] for p in prompts]
+    elif mode == "concurrent":
+
+        async def many():
+            calls = [engine.async_generate(input_ids=p, sampling_params=sampling) for p in prompts]
+            return await asyncio.gather(*calls)
+
+        outputs = asyncio.run(many())
+    else:
+        raise ValueError(mode)
+    return _summary(outputs, time.time() - started)
+
+
+def main(result_path: str, job: dict) -> None:
+    if "engine" not in job:
+        job = {"engine": job}
+    result = {"kwargs": job["engine"]}
+    prompts = job.get("prompts") or PROMPTS
+    sampling = {"temperature": 0, "max_new_tokens": job.get("max_new_tokens", 32), "ignore_eos": True}
     started = time.time()
     try:
         import sglang as sgl
 
-        engine = sgl.Engine(**COMMON, **engine_kwargs)
+        engine = sgl.Engine(**{**COMMON, **job["engine"]})
         result["startup_s"] = round(time.time() - started, 1)
-        outputs = engine.generate(input_ids=PROMPTS, sampling_params=SAMPLING)
-        result["outputs"] = [o["output_ids"] for o in outputs]
-        accept = [o["meta_info"].get("spec_accept_length") for o in outputs]
-        result["accept_length"] = accept
+        engine.generate(input_ids=prompts[:1], sampling_params={**sampling, "max_new_tokens": 4})  # warm-up
+        modes = {mode: run_mode(engine, mode, prompts, sampling) for mode in job.get("modes", ["all"])}
+        result["modes"] = modes
+        first = next(iter(modes.values()))
+        result["outputs"], result["accept_length"] = first["outputs"], first["accept_length"]
         engine.shutdown()
         result["ok"] = True
     except BaseException as err:

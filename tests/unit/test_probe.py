@@ -156,10 +156,10 @@ def test_cli_probe_names_the_wiring_and_exit_code(tiny_pair, tmp_path, capsys):
     assert any("stock SGLang 0.5.23: fails at startup" in line for line in out["verdict"])
 
     wrong = json.loads((tiny_pair.draft / "config.json").read_text())
-    wrong["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = [-1, 5, 1]  # not what it was trained on
+    wrong["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = [4, 2, -1]  # the embedding in the last slot
     (tmp_path / "config.json").write_text(json.dumps(wrong))
     (tmp_path / "model.safetensors").symlink_to(tiny_pair.draft / "model.safetensors")
     assert main([*args, "--draft", str(tmp_path)]) == 1
     out = json.loads(capsys.readouterr().out)
-    assert out["trained_for"] != [0, 6, 2]
+    assert out["trained_for"] == list(TRAINED)  # found among the candidates: ascending packing
     assert any("NOT what the draft was trained for" in line for line in out["verdict"])
