@@ -135,7 +135,7 @@ def test_greedy_outputs_are_lossless(serve, drafts):
     [
         ("tp2", 2, {"tp_size": 2}, None),
         ("dp-attention2", 2, {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}, None),
-        ("pp2", 2, {"pp_size": 2}, "pipeline parallelism"),
+        ("pp2", 2, {"pp_size": 2}, "--pp-size 2 with"),
     ],
 )
 def test_multi_gpu(serve, drafts, predicted, name, needs, kwargs, refused):
@@ -145,7 +145,13 @@ def test_multi_gpu(serve, drafts, predicted, name, needs, kwargs, refused):
         f"plugin-{name}", model_impl=OURS, speculative_draft_model_path=drafts["nested"], **spec(3), **kwargs
     )
     if refused:
-        assert not result["ok"] and refused in (result["log"] + result.get("error", "")).lower()
+        assert not result["ok"] and refused in result["log"] + result.get("error", "")
         return
     assert result["ok"], result.get("traceback") or result["log"][-3000:]
-    assert mean(result["accept_length"]) >= 0.9 * predicted[3][TRAINED]
+    single = serve(
+        "plugin-steps3-topk1", model_impl=OURS, speculative_draft_model_path=drafts["nested"], **spec(3)
+    )
+    assert mean(result["accept_length"]) >= 0.95 * mean(single["accept_length"])  # issue #6: within 5%
+    base = serve(f"no-spec-{name}", **kwargs)  # the same parallel layout without speculation
+    assert base["ok"], base.get("traceback") or base["log"][-3000:]
+    assert result["outputs"] == base["outputs"]  # lossless
