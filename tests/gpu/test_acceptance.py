@@ -103,12 +103,18 @@ def test_stock_fails_at_startup_on_nested_ids(serve, drafts):
 
 
 def test_stock_serves_top_level_ids_with_its_defaults(serve, drafts, predicted):
+    """Stock SGLang ignores top-level ids and serves its default layers: the server measures what the
+    probe predicts for that wiring, and a fraction of what the plugin gets from the same draft."""
     result = serve("stock-top-level", speculative_draft_model_path=drafts["top-level"], **spec(3))
     assert result["ok"], result.get("traceback") or result["log"][-3000:]
     measured = mean(result["accept_length"])
     defaults = predicted[3][(2, 8, 13)]  # SGLang's default layers for a 16-layer target
+    plugin = serve(
+        "plugin-steps3-topk1", model_impl=OURS, speculative_draft_model_path=drafts["nested"], **spec(3)
+    )
     print(f"stock top-level: measured {measured:.2f}, offline under the defaults {defaults:.2f}")
-    assert measured <= 1.3, (measured, defaults)
+    assert abs(measured - defaults) <= 0.25 * defaults, (measured, defaults)  # seen: 1.58 vs 1.39
+    assert measured <= 0.6 * mean(plugin["accept_length"]), measured  # seen: 1.58 vs 3.19
 
 
 def test_greedy_outputs_are_lossless(serve, drafts):
