@@ -125,12 +125,17 @@ def _cmd_demo(args) -> int:
 
 
 def _cmd_pair(args) -> int:
-    from sglang_eagle3_embed.pair import PairSpec, build_pair
-    from sglang_eagle3_embed.tiny_target import TargetSpec
+    from dataclasses import replace
 
-    target = TargetSpec(num_layers=args.layers, hidden=args.hidden, vocab=args.vocab, heads=args.heads)
-    spec = PairSpec(target=target, ids=tuple(args.ids), convention=args.convention, declare=args.declare)
-    pair = build_pair(spec, args.cache)
+    from sglang_eagle3_embed.pair import PairSpec, build_pair
+    from sglang_eagle3_embed.tiny_target import GPU_TARGET, TargetSpec
+
+    base = GPU_TARGET if args.size == "gpu" else TargetSpec()
+    sizes = {"num_layers": args.layers, "hidden": args.hidden, "vocab": args.vocab, "heads": args.heads}
+    target = replace(base, **{k: v for k, v in sizes.items() if v is not None})
+    ids = tuple(args.ids) if args.ids else ((-1, 4, 10) if args.size == "gpu" else PairSpec().ids)
+    spec = PairSpec(target=target, ids=ids, convention=args.convention, declare=args.declare)
+    pair = build_pair(spec, args.cache, args.device)
     print(json.dumps({"target": str(pair.target), "draft": str(pair.draft)}))
     return 0
 
@@ -161,12 +166,19 @@ def _add_probe(sub) -> None:
 
 def _add_pair(sub) -> None:
     pair = sub.add_parser("pair", help="build (or find in the cache) a tiny target/draft pair")
-    pair.add_argument("--layers", type=int, default=7)
-    pair.add_argument("--hidden", type=int, default=64)
-    pair.add_argument("--vocab", type=int, default=128)
-    pair.add_argument("--heads", type=int, default=4)
-    pair.add_argument("--ids", type=int, nargs="+", default=[-1, 2, 4])
+    pair.add_argument(
+        "--size",
+        choices=["cpu", "gpu"],
+        default="cpu",
+        help="cpu: 7 layers, ids -1 2 4 (the demo's); gpu: 16 layers, MLA widths SGLang's GPU kernels take",
+    )
+    pair.add_argument("--layers", type=int)
+    pair.add_argument("--hidden", type=int)
+    pair.add_argument("--vocab", type=int)
+    pair.add_argument("--heads", type=int)
+    pair.add_argument("--ids", type=int, nargs="+", help="layer ids the draft is trained on")
     pair.add_argument("--convention", default="layer_output", choices=["layer_output", "hidden_states"])
+    pair.add_argument("--device", default="cpu", help="train on cpu (bit-reproducible) or cuda (faster)")
     pair.add_argument("--declare", action="store_true", help="write the convention into the draft config")
     pair.add_argument("--cache", help="cache folder (default: $SGLANG_EAGLE3_EMBED_CACHE or ~/.cache)")
     pair.set_defaults(func=_cmd_pair)

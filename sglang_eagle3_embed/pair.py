@@ -67,18 +67,19 @@ def _draft_config(spec: PairSpec, hf_config) -> dict:
     return config
 
 
-def build_pair(spec: PairSpec = PairSpec(), cache_dir: Path | None = None) -> Pair:
-    """Build (or find in the cache) the target and the draft of ``spec``."""
+def build_pair(spec: PairSpec = PairSpec(), cache_dir: Path | None = None, device: str = "cpu") -> Pair:
+    """Build (or find in the cache) the target and the draft of ``spec``; trained on ``device``
+    (the CPU is bit-reproducible; "cuda" is faster, for GPU-sized pairs)."""
     from filelock import FileLock
 
     cache = Path(cache_dir or default_cache_dir())
     cache.mkdir(parents=True, exist_ok=True)
     with FileLock(str(cache / f"{spec.key}.lock")):  # concurrent builders wait for the first
-        return _build_pair(spec, cache)
+        return _build_pair(spec, cache, device)
 
 
-def _build_pair(spec: PairSpec, cache: Path) -> Pair:
-    target_dir = build_target(spec.target, cache)
+def _build_pair(spec: PairSpec, cache: Path, device: str) -> Pair:
+    target_dir = build_target(spec.target, cache, device)
     folder = cache / spec.key
     if not (folder / "config.json").exists():
         from safetensors.torch import save_file
@@ -96,6 +97,7 @@ def _build_pair(spec: PairSpec, cache: Path) -> Pair:
             batch=spec.draft_batch,
             ttt_steps=spec.ttt_steps,
             seed=spec.seed,
+            device=device,
         )
         tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
         tmp.mkdir(parents=True, exist_ok=True)

@@ -131,13 +131,13 @@ def chain_targets(tokens: torch.Tensor, greedy: torch.Tensor, steps: int):
     n = length - 1
     feed, labels, valid = [], [], []
     for j in range(1, steps + 1):
-        index = torch.arange(n) + j
+        index = torch.arange(n, device=tokens.device) + j
         ok = index <= length - 1
         index = index.clamp(max=length - 1)
         labels.append(greedy[:, index])
         valid.append(ok.expand(batch, n))
         if j < steps:
-            feed.append(tokens[:, (torch.arange(n) + j + 1).clamp(max=length - 1)])
+            feed.append(tokens[:, (torch.arange(n, device=tokens.device) + j + 1).clamp(max=length - 1)])
     return feed, labels, valid
 
 
@@ -153,6 +153,7 @@ def train_draft(
     seq_len: int = 32,
     lr: float = 3e-3,
     seed: int = 0,
+    device: str = "cpu",
 ):
     """Distil an EAGLE-3 draft for ``target`` on ``cat`` of the tensors named by ``ids`` (read in
     ``convention``, layer outputs by default), unrolled over ``ttt_steps`` chained steps as EAGLE-3
@@ -168,6 +169,8 @@ def train_draft(
             config.hidden_size, config.vocab_size, config.num_attention_heads, ids, config.hidden_size
         )
     )
+    draft.to(device)
+    target.to(device)
     embedding = target.get_input_embeddings()
 
     def frozen(x):
@@ -177,7 +180,7 @@ def train_draft(
     optimizer = torch.optim.AdamW(draft.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed + 2)
     for _ in range(steps):
-        tokens = language.sample(batch, seq_len, gen)
+        tokens = language.sample(batch, seq_len, gen).to(device)
         states, greedy = target_states(target, tokens)
         aux = torch.cat([states[i] for i in indices], dim=-1)
         feed, labels, valid = chain_targets(tokens, greedy, ttt_steps)
@@ -189,7 +192,8 @@ def train_draft(
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    return draft.eval()
+    target.cpu()
+    return draft.cpu().eval()
 
 
 def agreement(draft, target, tokens: torch.Tensor, capture_indices: list[int]) -> float:

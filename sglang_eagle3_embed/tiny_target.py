@@ -101,8 +101,9 @@ def target_config(spec: TargetSpec):
     )  # fmt: skip
 
 
-def train_target(spec: TargetSpec):
-    """Train the target on its language (AdamW, cross entropy); returns it in eval mode."""
+def train_target(spec: TargetSpec, device: str = "cpu"):
+    """Train the target on its language (AdamW, cross entropy); returns it in eval mode, on the CPU.
+    Bit-reproducible on the CPU; ``device="cuda"`` is faster but not bitwise reproducible."""
     from transformers import DeepseekV3ForCausalLM
 
     torch.manual_seed(spec.seed)
@@ -118,30 +119,32 @@ def train_target(spec: TargetSpec):
             for name, p in model.named_parameters():
                 if name.endswith(("o_proj.weight", "down_proj.weight")):
                     p.mul_(spec.growth ** int(name.split(".")[2]))
+    model.to(device)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=spec.lr)
     gen = torch.Generator().manual_seed(spec.seed + 1)
     model.train()
     for _ in range(spec.steps):
-        tokens = language.sample(spec.batch, spec.seq_len, gen)
+        tokens = language.sample(spec.batch, spec.seq_len, gen).to(device)
         loss = model(tokens, labels=tokens).loss
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    return model.eval()
+    return model.cpu().eval()
 
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get("SGLANG_EAGLE3_EMBED_CACHE", Path.home() / ".cache" / "sglang_eagle3_embed"))
 
 
-def build_target(spec: TargetSpec = TargetSpec(), cache_dir: Path | None = None) -> Path:
+def build_target(spec: TargetSpec = TargetSpec(), cache_dir: Path | None = None, device: str = "cpu") -> Path:
     """The trained target's folder (HF format, loadable by SGLang), built once per spec."""
     folder = Path(cache_dir or default_cache_dir()) / spec.key
     if (folder / "config.json").exists():
         return folder
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
-    train_target(spec).save_pretrained(tmp, safe_serialization=True)
+    train_target(spec, device).save_pretrained(tmp, safe_serialization=True)
     (tmp / "tiny_target_spec.json").write_text(json.dumps(asdict(spec), indent=2))
+    (tmp / "built_on.txt").write_text(f"{device} torch {torch.__version__}\n")
     publish(tmp, folder)
     return folder
 

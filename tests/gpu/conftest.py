@@ -50,12 +50,13 @@ def run_engine(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def gpu_pair():
-    """The GPU-sized tiny pair (16-layer target, draft on ids [-1, 4, 10]), built on this machine's
-    CPU the first time (about 2-3 min) into $SGLANG_EAGLE3_EMBED_CACHE, then cached."""
+    """The GPU-sized tiny pair (16-layer target, draft on ids [-1, 4, 10]), trained on the GPU the
+    first time into $SGLANG_EAGLE3_EMBED_CACHE, then cached (on the CPU: about 3 min)."""
     import torch
 
     from sglang_eagle3_embed.pair import PairSpec, build_pair
     from sglang_eagle3_embed.tiny_target import GPU_TARGET
 
     torch.set_num_threads(min(8, os.cpu_count() or 1))
-    return build_pair(PairSpec(target=GPU_TARGET, ids=(-1, 4, 10)))
+    device = os.environ.get("EAGLE3_EMBED_PAIR_DEVICE", "cuda")
+    return build_pair(PairSpec(target=GPU_TARGET, ids=(-1, 4, 10)), device=device)
