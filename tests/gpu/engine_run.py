@@ -59,7 +59,10 @@ def main(result_path: str, job: dict) -> None:
     started = time.time()
     try:
         import sglang as sgl
+        import torch
 
+        result["gpu"] = torch.cuda.get_device_name(0)
+        result["sglang"] = sgl.__version__
         engine = sgl.Engine(**{**COMMON, **job["engine"]})
         result["startup_s"] = round(time.time() - started, 1)
         # warm-up with the real shapes: the first pass on a fresh machine pays triton JIT compilation

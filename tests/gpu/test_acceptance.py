@@ -6,6 +6,10 @@ with EAGLE-3. The server's measured ``spec_accept_length`` (``completion_tokens 
 the same prompts and settings; stock SGLang is shown failing; greedy outputs are compared token for
 token with no speculation. Every engine runs in its own process (``engine_run.py``)."""
 
+import json
+import os
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -55,7 +59,7 @@ def serve(gpu_pair, prompts, run_engine):
 
 
 @pytest.fixture(scope="module")
-def predicted(gpu_pair, prompts):
+def predicted(gpu_pair, prompts, tmp_path_factory):
     """The offline prediction (probe's scoring core, HF target on the GPU) per chain length."""
     from sglang_eagle3_embed.ids import stock_capture_indices
     from sglang_eagle3_embed.probe import HFBackend, load_draft, run_probe
@@ -71,6 +75,9 @@ def predicted(gpu_pair, prompts):
             backend, draft, token_map, wirings, prompts, new_tokens=NEW_TOKENS, steps=steps, progress=False
         )
         out[steps] = {r.wiring.indices: r.score.accept_length for r in report.results if r.score is not None}
+    logs = Path(os.environ.get("EAGLE3_EMBED_GPU_LOGS", tmp_path_factory.mktemp("logs")))
+    offline = {str(steps): {",".join(map(str, k)): v for k, v in by.items()} for steps, by in out.items()}
+    (logs / "offline.json").write_text(json.dumps(offline))  # read by benchmarks/acceptance_table.py
     return out
 
 

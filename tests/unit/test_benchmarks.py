@@ -17,3 +17,23 @@ def test_validator_cost_quick(tmp_path):
     result = json.loads((ROOT / "results" / "validator_cost.json").read_text())
     assert result["repetitions"] == 3
     assert result["validator_ms"] > 0 and result["sglang_resolution_ms"] > 0
+
+
+def test_acceptance_table_from_logs(tmp_path):
+    """The issue-#5 table reads engine results and the offline prediction; missing runs say so."""
+    (tmp_path / "offline.json").write_text(json.dumps({"3": {"0,5,11": 3.05, "2,8,13": 1.39}}))
+    run = {"accept_length": [3.0, 3.4], "tokens_per_s": 155.7}
+    (tmp_path / "plugin-steps3-topk1.json").write_text(
+        json.dumps({"ok": True, "gpu": "NVIDIA H200", "sglang": "0.5.23", "modes": {"all": run}})
+    )
+    (tmp_path / "stock-nested.json").write_text(
+        json.dumps({"ok": False, "error": "RuntimeError: captured 2 of 3"})
+    )
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "acceptance_table.py"), str(tmp_path)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "NVIDIA H200, SGLang 0.5.23" in out
+    assert "| plugin, steps 3, top-k 1 | 3.20 | 3.05 | 155.7 |" in out
+    assert "| stock, nested ids | fails: RuntimeError: captured 2 of 3 |  | |" in out
+    assert "| no speculation | not run | | |" in out
