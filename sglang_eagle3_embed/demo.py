@@ -103,7 +103,8 @@ def run_demo(cache_dir: Path | None = None) -> int:
         nested = f"RuntimeError: {exc}"
     _say("   stock SGLang 0.5.23 : fails while starting (CUDA-graph capture runs this forward):")
     _say(f"                         {nested}")
-    _say("                         (-1 matches no layer in its capture loop: only 2 of 3 tensors come out)")
+    _say("                         (-1 matches no layer in its capture loop: only 2 of 3 tensors come out;")
+    _say("                         with CUDA graphs off it fails on the first request instead)")
     _say(f"   with --model-impl {MODEL_IMPL}: captures [{plan.describe()}]")
     _say(f"                         predicted accept length {plugin_len:.2f} tokens per step")
     _say()
