@@ -20,7 +20,16 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["ChainScore", "accept_runs", "chain_mask", "draft_chain", "score", "step1_hits", "walk"]
+__all__ = [
+    "ChainScore",
+    "accept_runs",
+    "chain_mask",
+    "draft_chain",
+    "score",
+    "simulate",
+    "step1_hits",
+    "walk",
+]
 
 
 def chain_mask(n: int, blocks: int, device=None) -> torch.Tensor:
@@ -141,3 +150,15 @@ def score(runs: torch.Tensor, step1_hits: torch.Tensor, steps: int) -> ChainScor
         accept_length=1.0 + runs.mean().item(),
         starts=runs.numel(),
     )
+
+
+def simulate(draft, embedding, tokens, aux, steps: int, first: int, window: int, token_map=None):
+    """Speculate over greedy sequences: ``(visited runs per sequence, step-1 hits)`` for the starts
+    ``first .. first + window - 1`` (``tokens`` must reach ``steps`` past the window)."""
+    with torch.no_grad():
+        logits = draft_chain(draft, embedding, tokens, aux, steps, token_map=token_map)
+    drafted = torch.stack([lg.argmax(-1) for lg in logits])
+    if token_map is not None:
+        drafted = token_map[drafted]
+    runs = walk(accept_runs(drafted, tokens, first)[:, :window].cpu())
+    return runs, step1_hits(drafted, tokens, first)[:, :window].flatten().cpu()

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from sglang_eagle3_embed import MODEL_IMPL
-from sglang_eagle3_embed.chain import accept_runs, draft_chain, score, step1_hits, walk
+from sglang_eagle3_embed.chain import score, simulate
 from sglang_eagle3_embed.draft_config import resolve_capture_plan, stock_reading
 from sglang_eagle3_embed.ids import IDS_FIELD, describe_capture_indices
 
@@ -29,26 +29,9 @@ def _say(text: str = "") -> None:
     print(text, flush=True)
 
 
-def _capture(model, tokens: torch.Tensor, config):
-    """SGLang's model body over full sequences: the packed aux captures, ``[B, T, K*H]``."""
-    from sglang_eagle3_embed.sglang_cpu import CpuRuntime
-
-    batch, length = tokens.shape
-    runtime = CpuRuntime(config, max_reqs=batch + 1, max_ctx=length + 1, kv_slots=batch * length + 2)
-    fb = runtime.extend(list(range(1, batch + 1)), tokens.tolist())
-    with torch.no_grad():
-        out = model.model(fb.input_ids, fb.positions, fb)
-    if not isinstance(out, tuple):
-        raise RuntimeError("captured 0 aux hidden states")
-    return out[1].view(batch, length, -1)
-
-
 def _accept_length(draft, embedding, tokens, aux) -> float:
-    with torch.no_grad():
-        logits = draft_chain(draft, embedding, tokens, aux, STEPS)
-    drafted = torch.stack([lg.argmax(-1) for lg in logits])
-    runs = walk(accept_runs(drafted, tokens, PROMPT_LEN - 1)[:, : NEW_TOKENS - 1])
-    return score(torch.cat(runs), step1_hits(drafted, tokens, PROMPT_LEN - 1), STEPS).accept_length
+    runs, hits = simulate(draft, embedding, tokens, aux, STEPS, PROMPT_LEN - 1, NEW_TOKENS - 1)
+    return score(torch.cat(runs), hits, STEPS).accept_length
 
 
 def run_demo(cache_dir: Path | None = None) -> int:
@@ -91,13 +74,15 @@ def run_demo(cache_dir: Path | None = None) -> int:
     stock_model, _ = sglang_cpu.load_model(stock.DeepseekV3ForCausalLM, pair.target)
     plan = resolve_capture_plan(config, layers)
     capture.configure(plugin_model, config["eagle_config"][IDS_FIELD], draft_config=config)
-    plugin_len = _accept_length(draft, hf.embedding, tokens, _capture(plugin_model, tokens, hf_config))
+    plugin_len = _accept_length(
+        draft, hf.embedding, tokens, sglang_cpu.prefill_captures(plugin_model, hf_config, tokens)
+    )
 
     _say("2. The draft config writes its ids where SGLang and SpecForge do (eagle_config):")
     _say(f'   "eagle_config": {{"{IDS_FIELD}": {list(spec.ids)}}}')
     stock_model.set_eagle3_layers_to_capture(config["eagle_config"][IDS_FIELD])
     try:
-        _capture(stock_model, tokens, hf_config)
+        sglang_cpu.prefill_captures(stock_model, hf_config, tokens)
         nested = "serves (unexpected)"
     except RuntimeError as exc:  # SGLang's own packer: the real startup failure
         nested = f"RuntimeError: {exc}"
@@ -112,7 +97,9 @@ def run_demo(cache_dir: Path | None = None) -> int:
     top = {k: v for k, v in config.items() if k != "eagle_config"} | {IDS_FIELD: list(spec.ids)}
     default_indices, _ = stock_reading(top, layers)
     stock_model.set_eagle3_layers_to_capture(None)
-    stock_len = _accept_length(draft, hf.embedding, tokens, _capture(stock_model, tokens, hf_config))
+    stock_len = _accept_length(
+        draft, hf.embedding, tokens, sglang_cpu.prefill_captures(stock_model, hf_config, tokens)
+    )
     _say("3. The same ids at the top level of the config (vLLM speculators style):")
     _say(f'   "{IDS_FIELD}": {list(spec.ids)}')
     _say("   stock SGLang 0.5.23 : starts, ignores the ids without a word and captures its defaults")

@@ -18,22 +18,11 @@ from pathlib import Path
 
 import torch
 
-from sglang_eagle3_embed.chain import ChainScore, accept_runs, draft_chain, score, step1_hits, walk
+from sglang_eagle3_embed.chain import ChainScore, score, simulate
+from sglang_eagle3_embed.weights import read_safetensors
 from sglang_eagle3_embed.wirings import PLUGIN, STOCK, Wiring
 
 __all__ = ["ProbeReport", "WiringResult", "load_draft", "make_backend", "run_probe"]
-
-
-def _weights(folder: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    files = sorted(Path(folder).glob("*.safetensors"))
-    if not files:
-        raise FileNotFoundError(f"{folder} has no *.safetensors weights")
-    weights = {}
-    for file in files:
-        weights.update(load_file(file))
-    return weights
 
 
 def load_draft(folder: Path, device: str = "cpu"):
@@ -50,7 +39,7 @@ def load_draft(folder: Path, device: str = "cpu"):
     config.setdefault("target_hidden_size", config["hidden_size"])
     config.setdefault("eagle_config", {})
     weights = {}
-    for name, tensor in _weights(folder).items():
+    for name, tensor in read_safetensors(folder).items():
         name = name.removeprefix("model.").replace("layers.0.", "midlayer.")
         weights[name] = tensor
     d2t = weights.pop("d2t", None)
@@ -122,15 +111,12 @@ class SGLangCpuBackend:
         self.embedding = self.model.model.embed_tokens
         self.device = "cpu"
 
-    def _runtime(self, batch: int, length: int):
+    def generate(self, prompts: torch.Tensor, new_tokens: int) -> torch.Tensor:
         from sglang_eagle3_embed.sglang_cpu import CpuRuntime
 
-        return CpuRuntime(self.config, max_reqs=batch + 1, max_ctx=length + 1, kv_slots=batch * length + 2)
-
-    def generate(self, prompts: torch.Tensor, new_tokens: int) -> torch.Tensor:
         self.model.capture_aux_hidden_states = False
         rows = list(range(1, prompts.shape[0] + 1))
-        runtime = self._runtime(prompts.shape[0], prompts.shape[1] + new_tokens)
+        runtime = CpuRuntime.for_batch(self.config, prompts.shape[0], prompts.shape[1] + new_tokens)
         out = [prompts]
         with torch.no_grad():
             batch = runtime.extend(rows, prompts.tolist())
@@ -149,14 +135,11 @@ class SGLangCpuBackend:
         from sglang_eagle3_embed.capture import apply_plan
         from sglang_eagle3_embed.draft_config import CapturePlan
         from sglang_eagle3_embed.ids import Convention
+        from sglang_eagle3_embed.sglang_cpu import prefill_captures
 
         order = sorted(indices)
         apply_plan(self.model, CapturePlan(None, "probe", Convention.HIDDEN_STATES, tuple(order)))
-        rows = list(range(1, tokens.shape[0] + 1))
-        runtime = self._runtime(tokens.shape[0], tokens.shape[1])
-        with torch.no_grad():
-            batch = runtime.extend(rows, tokens.tolist())
-            _, aux = self.model.model(batch.input_ids, batch.positions, batch)
+        aux = prefill_captures(self.model, self.config, tokens)
         aux = aux.view(tokens.shape[0], tokens.shape[1], len(order), -1)
         return {i: aux[:, :, k] for k, i in enumerate(order)}
 
@@ -176,7 +159,7 @@ class EngineBackend:
         self.device = device
         self.engine = None
         self.order: list[int] = []
-        embed = next(v for k, v in _weights(target).items() if k.endswith("embed_tokens.weight"))
+        embed = next(v for k, v in read_safetensors(target).items() if k.endswith("embed_tokens.weight"))
         self.embedding = torch.nn.Embedding.from_pretrained(embed.float()).to(device)
 
     def _start(self, order: list[int]):
@@ -370,17 +353,11 @@ def run_probe(
         states = backend.states(tokens, needed)
         for w in scored:
             aux = torch.cat([states[i] for i in w.indices], dim=-1).to(backend.device)
-            with torch.no_grad():
-                logits = draft_chain(draft, backend.embedding, tokens, aux, steps, token_map=token_map)
-            drafted = torch.stack([lg.argmax(-1) for lg in logits])
-            if token_map is not None:
-                drafted = token_map[drafted]
-            runs[w.indices].extend(
-                walk(accept_runs(drafted, tokens, prompt_len - 1)[:, : new_tokens - 1].cpu())
+            seq_runs, seq_hits = simulate(
+                draft, backend.embedding, tokens, aux, steps, prompt_len - 1, new_tokens - 1, token_map
             )
-            hits[w.indices].append(
-                step1_hits(drafted, tokens, prompt_len - 1)[:, : new_tokens - 1].flatten().cpu()
-            )
+            runs[w.indices].extend(seq_runs)
+            hits[w.indices].append(seq_hits)
         bar.update(part.stop - part.start)
     bar.close()
     scores = {k: score(torch.cat(runs[k]), torch.cat(hits[k]), steps) for k in runs}

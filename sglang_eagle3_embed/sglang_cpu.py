@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import torch
 
-__all__ = ["CpuRuntime", "init", "load_model", "sglang_model"]
+__all__ = ["CpuRuntime", "init", "load_model", "prefill_captures", "sglang_model"]
 
 _INITIALISED = False
 
@@ -70,16 +70,14 @@ def sglang_model(cls, config, hf):
 
 def load_model(cls, folder: Path):
     """An SGLang model class built from a HF folder (``config.json`` + ``*.safetensors``) on CPU."""
-    from safetensors.torch import load_file
     from transformers import AutoConfig
+
+    from sglang_eagle3_embed.weights import read_safetensors
 
     init()
     config = AutoConfig.from_pretrained(folder)
     model = cls(copy.deepcopy(config), quant_config=None).eval()
-    weights = {}
-    for file in sorted(Path(folder).glob("*.safetensors")):
-        weights.update(load_file(file))
-    model.load_weights(list(weights.items()))
+    model.load_weights(list(read_safetensors(folder).items()))
     return model, config
 
 
@@ -110,6 +108,11 @@ class CpuRuntime:
         set_forward_context(ForwardContext(attn_backend=self.backend))
         self.next_slot = 1  # slot 0 is the padding slot
         self.seq_len: dict[int, int] = {}
+
+    @classmethod
+    def for_batch(cls, config, batch: int, length: int) -> CpuRuntime:
+        """Pools sized for ``batch`` requests of up to ``length`` tokens each."""
+        return cls(config, max_reqs=batch + 1, max_ctx=length + 1, kv_slots=batch * length + 2)
 
     def _alloc(self, n: int) -> torch.Tensor:
         loc = torch.arange(self.next_slot, self.next_slot + n, dtype=torch.int64)
@@ -183,3 +186,16 @@ class CpuRuntime:
         )
         self.backend.init_forward_metadata(fb)
         return fb
+
+
+def prefill_captures(model, config, tokens: torch.Tensor) -> torch.Tensor:
+    """One prefill of ``tokens [B, T]`` through SGLang's model body: its packed aux captures,
+    ``[B, T, K*H]``. Raises SGLang's own error where its capture comes up short."""
+    batch, length = tokens.shape
+    runtime = CpuRuntime.for_batch(config, batch, length)
+    fb = runtime.extend(list(range(1, batch + 1)), tokens.tolist())
+    with torch.no_grad():
+        out = model.model(fb.input_ids, fb.positions, fb)
+    if not isinstance(out, tuple):  # stock SGLang when no listed layer matched
+        raise RuntimeError("captured 0 aux hidden states")
+    return out[1].view(batch, length, -1)
