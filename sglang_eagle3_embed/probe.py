@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from sglang_eagle3_embed.chain import ChainScore, score, simulate
-from sglang_eagle3_embed.weights import read_safetensors
+from sglang_eagle3_embed.weights import read_safetensors, read_tensor
 from sglang_eagle3_embed.wirings import PLUGIN, STOCK, Wiring
 
 __all__ = ["ProbeReport", "WiringResult", "load_draft", "make_backend", "run_probe"]
@@ -159,7 +159,7 @@ class EngineBackend:
         self.device = device
         self.engine = None
         self.order: list[int] = []
-        embed = next(v for k, v in read_safetensors(target).items() if k.endswith("embed_tokens.weight"))
+        embed = read_tensor(target, "embed_tokens.weight")
         self.embedding = torch.nn.Embedding.from_pretrained(embed.float()).to(device)
 
     def _start(self, order: list[int]):
