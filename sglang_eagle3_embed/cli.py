@@ -114,8 +114,7 @@ def _cmd_probe(args) -> int:
     print(json.dumps(report.as_dict(), indent=2) if args.json else report.table())
     if args.output:
         Path(args.output).write_text(json.dumps(report.as_dict(), indent=2))
-    plugin = report.result("plugin")
-    return 0 if plugin.score is not None and (plugin is report.best or plugin in report.ties) else 1
+    return 0 if report.is_named(report.result("plugin")) else 1
 
 
 def _cmd_demo(args) -> int:

@@ -69,9 +69,6 @@ class Language:
         gen = torch.Generator().manual_seed(spec.seed)
         self.table = torch.randint(spec.vocab, (spec.groups, spec.vocab, 2), generator=gen)
 
-    def topic(self, tokens: torch.Tensor) -> torch.Tensor:
-        return tokens[..., 0] % self.spec.groups
-
     def best_next(self, first: torch.Tensor, prev1: torch.Tensor) -> torch.Tensor:
         return self.table[first % self.spec.groups, prev1][..., 0]
 

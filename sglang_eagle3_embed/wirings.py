@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sglang_eagle3_embed.draft_config import read_draft_ids, resolve_capture_plan, stock_reading
 from sglang_eagle3_embed.errors import DraftConfigError
-from sglang_eagle3_embed.ids import Convention, describe_capture_indices, stock_capture_indices
+from sglang_eagle3_embed.ids import describe_capture_indices, stock_capture_indices
 
 __all__ = ["PLUGIN", "STOCK", "Wiring", "candidate_wirings"]
 
@@ -92,11 +92,3 @@ def candidate_wirings(config: Mapping, num_layers: int) -> list[Wiring]:
         else:
             merged[key] = Wiring((name,), indices, failure)
     return list(merged.values())
-
-
-def convention_of(indices: tuple[int, ...]) -> dict[str, list[int] | None]:
-    """The ids that name ``indices`` in each convention (None where one cannot)."""
-    return {
-        Convention.LAYER_OUTPUT.value: [i - 1 for i in indices],
-        Convention.HIDDEN_STATES.value: list(indices),
-    }
