@@ -1,10 +1,12 @@
 """Turn the GPU acceptance logs into the results table of docs/benchmarks.md (issue #5).
 
-    python benchmarks/acceptance_table.py $EAGLE3_EMBED_GPU_LOGS
+    python benchmarks/acceptance_table.py LOGDIR [LOGDIR ...]
 
-Reads the engine results (``<name>.json`` written by ``tests/gpu/engine_run.py``) and the offline
-prediction (``offline.json`` written by ``tests/gpu/test_acceptance.py``) and prints a Markdown table:
-accept lengths plugin vs stock vs offline, output tokens/s with and without speculation.
+Reads the engine results (``<name>.json`` written by ``tests/gpu/engine_run.py``; a later folder wins)
+and the offline prediction (``offline.json`` written by ``tests/gpu/test_acceptance.py``) and prints
+a Markdown table: accept lengths plugin vs stock vs offline, output tokens/s with and without
+speculation (32 requests at once, and one at a time). An engine whose process SGLang killed at
+startup leaves only its ``<name>.log``: the table shows the error line from it.
 """
 
 import json
@@ -28,32 +30,46 @@ def _mean(values):
     return sum(values) / len(values) if values else None
 
 
-def table(logs: Path) -> str:
-    offline = json.loads((logs / "offline.json").read_text()) if (logs / "offline.json").exists() else {}
+def _result(folders: list[Path], name: str) -> dict | None:
+    """The engine's result from the last folder that has it; from its log if SGLang killed it."""
+    for folder in reversed(folders):
+        if (folder / f"{name}.json").exists():
+            return json.loads((folder / f"{name}.json").read_text())
+        if (folder / f"{name}.log").exists():
+            errors = [ln for ln in (folder / f"{name}.log").read_text().splitlines() if "Error" in ln]
+            return {"ok": False, "error": errors[-1].strip() if errors else "no result"}
+    return None
+
+
+def table(folders: list[Path]) -> str:
+    offline = {}
+    for folder in folders:
+        if (folder / "offline.json").exists():
+            offline = json.loads((folder / "offline.json").read_text())
     lines = [
-        "| run | accept length (server) | offline prediction | output tokens/s (32 requests) |",
-        "|---|---|---|---|",
+        "| run | accept length (server) | offline prediction | output tokens/s, 32 at once | one at a time |",
+        "|---|---|---|---|---|",
     ]
     meta = {}
     for name, label, steps, wiring in ROWS:
-        path = logs / f"{name}.json"
-        if not path.exists():
-            lines.append(f"| {label} | not run | | |")
+        result = _result(folders, name)
+        if result is None:
+            lines.append(f"| {label} | not run | | | |")
             continue
-        result = json.loads(path.read_text())
-        meta = meta or {k: result.get(k) for k in ("gpu", "sglang")}
+        meta = meta or {k: result.get(k) for k in ("gpu", "sglang") if result.get(k)}
         predicted = offline.get(steps, {}).get(wiring) if steps else None
         pred = f"{predicted:.2f}" if predicted is not None else ""
         if not result.get("ok"):
-            lines.append(f"| {label} | fails: {result.get('error', '')[:80]} | {pred} | |")
+            lines.append(f"| {label} | fails: {result.get('error', '')[-80:]} | {pred} | | |")
             continue
-        run = result["modes"]["all"]
-        accept = _mean(run["accept_length"])
+        modes = result["modes"]
+        accept = _mean(modes["all"]["accept_length"])
         shown = f"{accept:.2f}" if accept is not None else "-"
-        lines.append(f"| {label} | {shown} | {pred} | {run['tokens_per_s']} |")
+        single = modes.get("one-by-one", {}).get("tokens_per_s", "")
+        lines.append(f"| {label} | {shown} | {pred} | {modes['all']['tokens_per_s']} | {single} |")
     head = f"{date.today()}, {meta.get('gpu')}, SGLang {meta.get('sglang')}\n\n"
     return head + "\n".join(lines)
 
 
 if __name__ == "__main__":
-    print(table(Path(sys.argv[1])))
+    print(table([Path(arg) for arg in sys.argv[1:]]))

@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -29,19 +30,30 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def run_engine(tmp_path_factory):
-    """Start an Engine in a fresh process; return its JSON result plus its combined log."""
+    """Start an Engine in a fresh process; return its JSON result plus its combined log. A run past
+    ``timeout`` is killed with every process it spawned (``ok`` False, ``error`` names the modes
+    that finished), so one hung engine cannot hold the GPU for the rest of the session."""
     logs = Path(os.environ.get("EAGLE3_EMBED_GPU_LOGS", tmp_path_factory.mktemp("logs")))
     logs.mkdir(parents=True, exist_ok=True)
 
     def run(name: str, timeout: int = 420, job: dict | None = None, **engine_kwargs) -> dict:
         result_path = logs / f"{name}.json"
+        result_path.unlink(missing_ok=True)
         with open(logs / f"{name}.log", "w") as log:
-            proc = subprocess.run(
+            proc = subprocess.Popen(
                 [sys.executable, str(HERE / "engine_run.py"), str(result_path), json.dumps({"engine": engine_kwargs, **(job or {})})],
-                stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
-        result = json.loads(result_path.read_text()) if result_path.exists() else {"ok": False}
-        result["returncode"] = proc.returncode
+            try:
+                returncode = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                returncode = proc.wait()
+        result = json.loads(result_path.read_text()) if result_path.exists() else {}
+        if "ok" not in result:
+            done = list(result.get("modes", {}))
+            result.update(ok=False, error=f"{name}: no result after {timeout} s (modes finished: {done})")
+        result["returncode"] = returncode
         result["log"] = (logs / f"{name}.log").read_text()
         return result
 

@@ -4,8 +4,9 @@ Run as a subprocess by the GPU tests (one engine per process; SGLang spawns its 
     python engine_run.py RESULT.json '{"engine": {...Engine kwargs}, "prompts": [[ids]], "modes": [...]}'
 (a plain dict of Engine kwargs is accepted too: the fixed PROMPTS, mode "all").
 
-Modes: "all" (one generate call with every prompt), "one-by-one" (batch size 1), "concurrent"
-(every prompt its own async request, all in flight at once). Each mode records its outputs, the
+Modes: "all" (one generate call with every prompt), "batches-of-8" (one call per 8 prompts),
+"one-by-one" (batch size 1), "concurrent" (every prompt its own async request, all in flight at
+once). The result file is rewritten after every mode, so a run that hangs shows where. Each mode records its outputs, the
 per-request ``spec_accept_length``, and output tokens per second.
 """
 
@@ -36,6 +37,10 @@ def run_mode(engine, mode, prompts, sampling):
     started = time.time()
     if mode == "all":
         outputs = engine.generate(input_ids=prompts, sampling_params=sampling)
+    elif mode == "batches-of-8":
+        outputs = []
+        for start in range(0, len(prompts), 8):
+            outputs += engine.generate(input_ids=prompts[start : start + 8], sampling_params=sampling)
     elif mode == "one-by-one":
         outputs = [engine.generate(input_ids=[p], sampling_params=sampling)[0] for p in prompts]
     elif mode == "concurrent":
@@ -67,8 +72,10 @@ def main(result_path: str, job: dict) -> None:
         result["startup_s"] = round(time.time() - started, 1)
         # warm-up with the real shapes: the first pass on a fresh machine pays triton JIT compilation
         engine.generate(input_ids=prompts, sampling_params=sampling)
-        modes = {mode: run_mode(engine, mode, prompts, sampling) for mode in job.get("modes", ["all"])}
-        result["modes"] = modes
+        result["modes"] = modes = {}
+        for mode in job.get("modes", ["all"]):
+            modes[mode] = run_mode(engine, mode, prompts, sampling)
+            _write(result_path, result)
         first = next(iter(modes.values()))
         result["outputs"], result["accept_length"] = first["outputs"], first["accept_length"]
         engine.shutdown()
@@ -77,6 +84,10 @@ def main(result_path: str, job: dict) -> None:
         result.update(
             ok=False, error=f"{type(err).__name__}: {err}", traceback=traceback.format_exc()[-4000:]
         )
+    _write(result_path, result)
+
+
+def _write(result_path: str, result: dict) -> None:
     with open(result_path, "w") as f:
         json.dump(result, f)
 
