@@ -108,13 +108,21 @@ def _build_pair(spec: PairSpec, cache: Path, device: str) -> Pair:
     return Pair(target_dir, folder, spec)
 
 
-def write_config_variant(draft_dir: Path, out_dir: Path, *, placement: str) -> Path:
+def write_config_variant(
+    draft_dir: Path, out_dir: Path, *, placement: str, ids: list[int] | None = None
+) -> Path:
     """A copy of a draft folder whose ids sit at ``placement`` ("nested" in ``eagle_config``, as
-    SGLang/SpecForge write them, or "top-level", as vLLM speculators do); weights are linked."""
+    SGLang/SpecForge write them, or "top-level", as vLLM speculators do); weights are linked.
+    ``ids`` replaces the ids (and drops a declared convention): e.g. capture indices written by
+    hand for stock SGLang."""
     config = json.loads((Path(draft_dir) / "config.json").read_text())
     eagle = dict(config.get("eagle_config") or {})
-    ids = eagle.pop(IDS_FIELD, None) or config.pop(IDS_FIELD, None)
+    found = eagle.pop(IDS_FIELD, None) or config.pop(IDS_FIELD, None)
     config.pop(IDS_FIELD, None)
+    if ids is not None:
+        eagle.pop(CONVENTION_FIELD, None)
+        config.pop(CONVENTION_FIELD, None)
+    ids = found if ids is None else list(ids)
     if placement == "nested":
         eagle[IDS_FIELD] = ids
     elif placement == "top-level":
