@@ -181,7 +181,7 @@ def test_request_cap_behaves_as_in_stock_sglang(serve, drafts):
     [
         ("tp2", 2, {"tp_size": 2}, None),
         ("dp-attention2", 2, {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}, None),
-        ("pp2", 2, {"pp_size": 2}, "--pp-size 2 with"),
+        ("pp2", 1, {"pp_size": 2}, "--pp-size 2 with"),  # refused in the launcher: no GPU used
     ],
 )
 def test_multi_gpu(serve, drafts, predicted, name, needs, kwargs, refused):
