@@ -50,6 +50,7 @@ WATCHED = (
     "enable_two_batch_overlap",
     "json_model_override_args",
     "model_impl",
+    "enable_return_aux_hidden_states",
 )
 """The ServerArgs fields the rules read."""
 
@@ -75,7 +76,16 @@ class Deployment:
         return self.resolved.get(name, self.raw.get(name))
 
     @property
+    def capture_only(self) -> bool:
+        """``--enable-return-aux-hidden-states``: ``--speculative-algorithm`` only names the capture
+        convention and SGLang resets it to None (srt/arg_groups/validation_hook.py:697-752)."""
+        return bool(self.raw.get("enable_return_aux_hidden_states"))
+
+    @property
     def algorithm(self) -> str:
+        """The speculative algorithm that will run ("" for none, and in capture-only mode)."""
+        if self.capture_only:
+            return ""
         return str(self.raw.get("speculative_algorithm") or "").upper()
 
     @property

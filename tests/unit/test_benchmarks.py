@@ -1,22 +1,252 @@
-"""The CPU benchmarks run in --quick mode, so they cannot rot (timings are not asserted)."""
+"""The benchmarks cannot rot: the CPU ones run in --quick mode, the GPU ones render a result file and
+refuse to measure without a GPU, and the GPU driver's parts that need none run here. Timings are
+never asserted, only structure and sanity."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "benchmarks"
+PNG = b"\x89PNG\r\n\x1a\n"
+sys.path.insert(0, str(BENCH))  # the scripts import their shared helper as `_common`
 
 
-def test_validator_cost_quick(tmp_path):
+def bench(script: str, *args, check: bool = True) -> subprocess.CompletedProcess:
     run = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "validator_cost.py"), "--quick"],
-        capture_output=True, text=True, check=False, cwd=ROOT,
+        [sys.executable, str(BENCH / script), *map(str, args)], capture_output=True, text=True, cwd=ROOT
+    )
+    if check:
+        assert run.returncode == 0, run.stderr[-3000:]
+    return run
+
+
+def result(folder: Path, name: str) -> dict:
+    """The JSON result, after checking that the PNG beside it is one."""
+    assert (folder / f"{name}.png").read_bytes()[:8] == PNG
+    return json.loads((folder / f"{name}.json").read_text())
+
+
+def test_startup_cost_quick(tmp_path):
+    out = bench("startup_cost.py", "--quick", "--results", tmp_path).stdout
+    r = result(tmp_path, "startup_cost")
+    assert r["repetitions"] == 3 and r["goal_ms"] == 50.0
+    for key in (
+        "resolution_stock_ms",
+        "resolution_plugin_ms",
+        "validator_rules_ms",
+        "plugin_import_fresh_ms",
+    ):
+        assert r[key]["median"] > 0 and r[key]["n"] == 3, key
+    assert r["plugin_import_in_sglang_ms"] > 0 and r["plugin_register_ms"] > 0
+    assert r["check_cli_s"] is None  # full runs only
+    assert "what the plugin adds" in out and r["env"]["sglang"] == "0.5.23"
+
+
+def test_probe_throughput_quick(tiny_pair, tmp_path):
+    pair = ["--target", tiny_pair.target, "--draft", tiny_pair.draft]
+    out = bench(
+        "probe_throughput.py", "--quick", "--no-progress", "--threads", 1, *pair, "--results", tmp_path
+    )
+    r = result(tmp_path, "probe_throughput")
+    assert set(r["backends"]) == {"hf", "sglang-cpu"} and r["num_prompts"] == 8
+    for b in r["backends"].values():
+        assert b["prompts_per_s"] > 0 and b["tokens_per_s"] > b["prompts_per_s"] and b["load_s"] > 0
+        assert b["wirings"] >= 5  # plugin, stock, neighbours, the seed's failure
+    assert "| sglang-cpu |" in out.stdout
+
+
+def test_capture_overhead_quick(tiny_pair, tmp_path):
+    """SGLang's DeepSeek forward on the CPU: the three captures are what they claim to be."""
+    args = ("--quick", "--threads", 1, "--target", tiny_pair.target, "--results", tmp_path)
+    out = bench("capture_overhead.py", *args).stdout
+    (target,) = result(tmp_path, "capture_overhead")["targets"]
+    configs = target["configs"]
+    assert [configs[k]["capture_indices"] for k in ("none", "stock", "plugin")] == [[], [1, 3, 5], [0, 3, 5]]
+    assert configs["plugin"]["bytes_prefill"] == configs["stock"]["bytes_prefill"] == 3 * 4 * 64 * 64 * 4
+    assert configs["none"]["bytes_decode"] == 0
+    for config in configs.values():
+        assert config["prefill_ms"]["median"] > 0 and config["decode_ms"]["n"] == 3
+    assert all(v > 0 for ratio in target["plugin_over"].values() for v in ratio.values())
+    assert "| tiny CPU target | plugin / stock |" in out
+
+
+def gpu_capture_result() -> dict:
+    """A capture_overhead result as the GPU run writes it (two targets), with made-up numbers."""
+
+    def times(ms):
+        return {"median": ms, "q1": ms * 0.99, "q3": ms * 1.01, "n": 10}
+
+    def target(name, hidden, ids):
+        captures = {"none": [], "stock": [1, ids[1] + 1, ids[2] + 1], "plugin": [0, ids[1] + 1, ids[2] + 1]}
+        configs = {
+            k: {"capture_indices": v, "prefill_ms": times(2.0 + len(v) / 100), "decode_ms": times(0.5),
+                "bytes_prefill": len(v) * 2048 * hidden * 2, "bytes_decode": len(v) * 16 * hidden * 2}
+            for k, v in captures.items()
+        }  # fmt: skip
+        ratio = {"stock": {"prefill": 1.0, "decode": 1.0}, "none": {"prefill": 1.015, "decode": 1.0}}
+        return dict(
+            name=name, path="/x", ids=list(ids), hidden=hidden, layers=4, dtype="bfloat16", dtype_bytes=2,
+            execution="CUDA graphs", batch=16, seq=128, configs=configs, plugin_over=ratio,
+        )  # fmt: skip
+
+    targets = [
+        target("tiny GPU target", 128, (-1, 4, 10)),
+        target("DeepSeek-V3 width, 4 layers", 7168, (-1, 1, 2)),
+    ]
+    return {"device": "cuda", "repetitions": 10, "targets": targets, "env": {"gpu": "NVIDIA H200"}}
+
+
+def test_capture_overhead_renders_a_gpu_result(tmp_path):
+    (tmp_path / "gpu.json").write_text(json.dumps(gpu_capture_result()))
+    out = bench("capture_overhead.py", "--from-json", tmp_path / "gpu.json", "--results", tmp_path).stdout
+    assert (tmp_path / "capture_overhead.png").read_bytes()[:8] == PNG
+    assert "| DeepSeek-V3 width, 4 layers | plugin / stock |  | 1.0000 | 1.0000 |" in out
+    assert "| DeepSeek-V3 width, 4 layers | plugin | [0, 2, 3] |" in out and "84.00 MiB" in out
+
+
+def speedup_result() -> dict:
+    def engine(name, kind, steps, rates, accept):
+        by_batch = {
+            b: {"tokens_per_s": {"median": r, "q1": r, "q3": r, "n": 3}, "accept_length": accept}
+            for b, r in zip(("1", "4", "16"), rates)
+        }
+        label = {"none": "no speculation", "plugin": "plugin", "stock": "stock SGLang (top-level ids)"}[kind]
+        label += f", {steps} steps" if steps else ""
+        return name, {
+            "name": name,
+            "label": label,
+            "kind": kind,
+            "steps": steps,
+            "ok": True,
+            "by_batch": by_batch,
+        }
+
+    engines = dict([
+        engine("no-spec", "none", None, (400.0, 1200.0, 3000.0), None),
+        engine("plugin-steps3", "plugin", 3, (800.0, 2000.0, 4500.0), 3.1),
+        engine("plugin-steps7", "plugin", 7, (900.0, 1900.0, 3300.0), 4.3),
+        engine("stock-steps3", "stock", 3, (500.0, 1300.0, 2800.0), 1.8),
+    ])  # fmt: skip
+    engines["stock-steps7"] = {"name": "stock-steps7", "label": "stock SGLang (top-level ids), 7 steps",
+                               "kind": "stock", "steps": 7, "ok": False, "error": "RuntimeError: boom"}  # fmt: skip
+    env = {"date": "2026-11-29", "gpu": "NVIDIA H200", "python": "3.12", "torch": "2.11", "sglang": "0.5.23"}
+    return {"device": "cuda", "batch_sizes": [1, 4, 16], "num_prompts": 16, "prompt_len": 8, "new_tokens": 40,
+            "repetitions": 3, "engines": engines, "env": env}  # fmt: skip
+
+
+def test_speedup_renders_a_result_and_needs_a_gpu_to_measure(tmp_path):
+    (tmp_path / "in.json").write_text(json.dumps(speedup_result()))
+    out = bench("speedup.py", "--quick", "--from-json", tmp_path / "in.json", "--results", tmp_path).stdout
+    assert (tmp_path / "speedup.png").read_bytes()[:8] == PNG
+    assert "| plugin, 3 steps | 1 | 800.0 | 3.10 | 2.00 |" in out
+    assert "| plugin, 7 steps | 16 | 3300.0 | 4.30 | 1.10 |" in out
+    assert "| stock SGLang (top-level ids), 7 steps |  | fails: RuntimeError: boom |" in out
+    assert bench("speedup.py", "--quick", check=False).returncode == 2  # --quick only renders
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("speedup.py",),
+        ("capture_overhead.py", "--device", "cuda"),
+        ("probe_throughput.py", "--backends", "hf", "engine"),
+        ("gpu_all.py",),
+    ],
+)
+def test_gpu_measurements_say_they_need_a_gpu(command, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    run = bench(*command, "--results", tmp_path, check=False)
+    assert run.returncode == 1 and "needs a CUDA GPU" in run.stderr, run.stderr[-2000:]
+
+
+def test_gpu_all_plan():
+    out = bench("gpu_all.py", "--dry-run").stdout
+    assert "capture_overhead (at most 190 s):" in out and "--device cuda" in out
+    assert "speedup (at most 320 s):" in out and "--draft DRAFT" in out
+    only = bench("gpu_all.py", "--dry-run", "--only", "speedup").stdout
+    assert "capture_overhead" not in only and "speedup" in only
+
+
+def test_gpu_capture_workers_resolve_in_sglang(tmp_path):
+    """The GPU workers' ServerArgs go through SGLang's own resolution (here on the CPU): capture-only
+    mode for stock and plugin, with the captures the worker is told to expect."""
+    import capture_overhead as co
+    from sglang.srt.arg_groups.overrides import resolution_result
+    from sglang.srt.server_args import ServerArgs
+
+    from sglang_eagle3_embed.rule_examples import Scenario, materialize
+
+    materialize(Scenario(), tmp_path)  # an 8-layer DeepSeek-V3 config in tmp_path / "target"
+    args = SimpleNamespace(batch=16, seq=128, decode_steps=16)
+    target = {"name": "tiny", "path": tmp_path / "target", "ids": (-1, 2, 4), "load_format": "auto"}
+    for config, layer_ids in (("none", None), ("stock", [3, 5, 1]), ("plugin", [0, 3, 5])):
+        job = co.worker_job(target, config, args)
+        assert job["expect"] == {
+            "layers_to_capture": co.capture_indices(config, target["ids"]),
+            "plugin": config == "plugin",
+        }
+        server_args = ServerArgs(**{**job["server"], "device": "cpu"})
+        server_args.resolve_once()
+        assert resolution_result(server_args, "speculative_algorithm") is None  # no draft is ever loaded
+        assert resolution_result(server_args, "aux_hidden_state_capture") == (
+            None if config == "none" else "eagle3"
+        )
+        assert resolution_result(server_args, "return_aux_hidden_state_layer_ids") == layer_ids
+    wide = json.loads((co.write_wide_config(tmp_path / "wide") / "config.json").read_text())
+    assert (wide["hidden_size"], wide["num_hidden_layers"], wide["kv_lora_rank"], wide["qk_rope_head_dim"]) == (
+        7168, 4, 512, 64,
     )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
-    result = json.loads((ROOT / "results" / "validator_cost.json").read_text())
-    assert result["repetitions"] == 3
-    assert result["validator_ms"] > 0 and result["sglang_resolution_ms"] > 0
+    assert wide["architectures"] == ["DeepseekV3ForCausalLM"] and wide["n_routed_experts"] == 16
+
+
+FAKE_WORKER = """
+import json, sys
+job, mark = json.loads(sys.argv[1]), "@@capture-worker "
+print("an SGLang log line", flush=True)
+if job.get("exit"):
+    sys.exit(3)
+print(mark + json.dumps({"ready": True, "body": job["body"], "layers_to_capture": [5, 3, 0]}), flush=True)
+for line in sys.stdin:
+    if line.strip() != "run":
+        break
+    print(mark + json.dumps({"prefill": 0.25, "decode": 0.125}), flush=True)
+"""
+
+
+def test_gpu_capture_worker_protocol(tmp_path, monkeypatch):
+    """The driver's side of the worker protocol, against a stand-in worker: ready, checked, timed,
+    stopped; a worker that dies is reported by name."""
+    import capture_overhead as co
+
+    (tmp_path / "fake.py").write_text(FAKE_WORKER)
+    monkeypatch.setattr(co, "WORKER", tmp_path / "fake.py")
+    expect = {"layers_to_capture": [0, 3, 5], "plugin": True}
+    for body, fits in (("DeepseekV2Model", False), ("Eagle3EmbedDeepseekV2Model", True)):
+        worker = co.Worker(f"plugin as {body}", {"body": body, "expect": expect}, tmp_path / f"{body}.log")
+        try:
+            worker.ready = worker.receive(timeout=30)
+            if not fits:
+                with pytest.raises(RuntimeError, match="built"):
+                    co.check_ready(worker)
+                continue
+            co.check_ready(worker)
+            runs = co.c.interleaved({"plugin": worker.run}, repeat=2, warmup=1)
+            assert co.by_phase(runs) == {"plugin": {"prefill": [0.25, 0.25], "decode": [0.125, 0.125]}}
+        finally:
+            worker.stop()
+        assert "an SGLang log line" in (tmp_path / f"{body}.log").read_text()
+    dead = co.Worker("the dead one", {"exit": True, "expect": expect}, tmp_path / "dead.log")
+    with pytest.raises(RuntimeError, match=r"the dead one.*exited"):
+        dead.receive(timeout=30)
+    dead.stop()
 
 
 def test_acceptance_table_from_logs(tmp_path):

@@ -110,3 +110,11 @@ def test_adaptive_rewrite_of_explicit_draft_tokens_is_refused(check):
     assert (
         "drop --speculative-num-draft-tokens (adaptive picks it), or drop --speculative-adaptive" in message
     )
+
+
+def test_capture_only_launch_with_the_plugin_is_not_an_eagle3_deployment(check):
+    """--enable-return-aux-hidden-states names the capture convention with --speculative-algorithm
+    EAGLE3 but runs no speculation and takes no draft (the probe's engine backend launches this)."""
+    flags = launch("--enable-return-aux-hidden-states", steps=(None, None, None), draft=False)
+    errors = [f for f in check(Scenario(flags)) if f.severity is Severity.ERROR]
+    assert errors == []

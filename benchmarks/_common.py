@@ -1,0 +1,160 @@
+"""What the benchmark scripts share: arguments, the results folder, interleaved repetitions,
+medians, the run's environment, JSON and Markdown output, and plots (matplotlib, Agg backend).
+
+Each script answers one question of issue #7, prints a short Markdown table and writes
+``<name>.json`` and ``<name>.png`` into ``--results`` (default: the git-ignored ``results/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    """An argument parser with the options every script takes (``doc``: the script's docstring)."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="a few repetitions: a CPU smoke run for the tests")
+    p.add_argument("--results", type=Path, default=RESULTS, help="folder for <name>.json and <name>.png")
+    p.add_argument(
+        "--threads", type=int, help="torch CPU threads (default: torch's); 1 is steadiest on a shared machine"
+    )
+    return p
+
+
+def apply_threads(args) -> None:
+    if getattr(args, "threads", None):
+        import torch
+
+        torch.set_num_threads(args.threads)
+
+
+def load_tests_gpu(module: str):
+    """A module of ``tests/gpu`` (``engine_run``: the GPU tests' engine settings), imported by path
+    so that the benchmarks and the GPU tests share one copy."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(module, ROOT / "tests" / "gpu" / f"{module}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def interleaved(runs: Mapping[str, Callable[[], object]], repeat: int, warmup: int = 1) -> dict[str, list]:
+    """Call every run once per round, A B C, A B C, ..., the first run rotating from round to round,
+    so that the drifts of a shared, noisy machine hit every run alike. ``warmup`` rounds are
+    discarded. Returns each run's results in call order."""
+    names = list(runs)
+    out: dict[str, list] = {name: [] for name in names}
+    for round_ in range(warmup + repeat):
+        k = round_ % len(names)
+        for name in names[k:] + names[:k]:
+            value = runs[name]()
+            if round_ >= warmup:
+                out[name].append(value)
+    return out
+
+
+def stats(samples: Sequence[float]) -> dict:
+    """Median and quartiles of ``samples`` (the quartiles equal the median below 2 samples)."""
+    values = sorted(float(s) for s in samples)
+    if len(values) >= 2:
+        q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    else:
+        q1 = q3 = values[0]
+    return {"median": statistics.median(values), "q1": q1, "q3": q3, "n": len(values)}
+
+
+def environment(device: str = "cpu") -> dict:
+    """Date, machine and versions of this run."""
+    import torch
+
+    env = {
+        "date": datetime.date.today().isoformat(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpu_cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "machine": platform.machine(),
+    }
+    for package in ("sglang", "transformers", "sglang_eagle3_embed"):
+        try:
+            env[package] = __import__(package).__version__
+        except Exception:  # reported, not required: a GPU result may be rendered on a bare machine
+            env[package] = None
+    if device.startswith("cuda") and torch.cuda.is_available():
+        env["gpu"] = torch.cuda.get_device_name(0)
+    return env
+
+
+def require_cuda(what: str, hint: str = "or render a result it wrote with --from-json RESULT.json") -> None:
+    """Exit with a clear message when no CUDA device is present."""
+    import torch
+
+    if not torch.cuda.is_available():
+        sys.exit(
+            f"{what} needs a CUDA GPU (and SGLang 0.5.23's GPU build), and torch sees none here. "
+            f"Run it on the GPU machine (benchmarks/gpu_all.py runs every GPU benchmark), {hint}."
+        )
+
+
+def write_json(results: Path, name: str, result: Mapping) -> Path:
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"{name}.json"
+    path.write_text(json.dumps(result, indent=2, default=str))
+    return path
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join("" if c is None else str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def environment_line(env: Mapping) -> str:
+    machine = env.get("gpu") or f"CPU, {env.get('cpu_cores')} cores"
+    return (
+        f"{env.get('date')}, {machine}, Python {env.get('python')}, torch {env.get('torch')}, "
+        f"SGLang {env.get('sglang')}, sglang-eagle3-embed {env.get('sglang_eagle3_embed')}"
+    )
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def ticker():
+    """matplotlib's tick formatters."""
+    import matplotlib.ticker
+
+    return matplotlib.ticker
+
+
+def save_figure(fig, results: Path, name: str) -> Path:
+    """Write ``<name>.png`` (small: 100 dpi, a few tens of KB)."""
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"{name}.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    pyplot().close(fig)
+    return path
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
