@@ -37,6 +37,12 @@ def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
 
 
+def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    if command[0] == "git":
+        return _git(*command[1:], cwd=cwd)
+    return subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True)
+
+
 def link_tree(root: Path) -> Path:
     """``root/python/sglang``: the installed sglang package as symbolic links."""
     import sglang
@@ -67,11 +73,17 @@ def patched_tree(root: Path, patch: Path = PATCH) -> Path:
     """Lay out the installed sglang at ``root`` and apply ``patch``; return ``root / "python"``."""
     link_tree(root)
     materialize(root, touched_files(patch))
-    try:
-        _git("apply", "--check", str(patch), cwd=root)
-    except subprocess.CalledProcessError as err:
-        raise RuntimeError(f"{patch.name} does not apply to the installed sglang:\n{err.stderr}") from None
-    _git("apply", str(patch), cwd=root)
+    if shutil.which("git") is None and shutil.which("patch") is not None:
+        steps = [["patch", "-p1", "--dry-run", "-i", str(patch)], ["patch", "-p1", "-s", "-i", str(patch)]]
+    else:  # git apply is strict about context and whitespace; _git names git if it is missing
+        steps = [["git", "apply", "--check", str(patch)], ["git", "apply", str(patch)]]
+    for command in steps:
+        try:
+            _run(command, root)
+        except subprocess.CalledProcessError as err:
+            raise RuntimeError(
+                f"{patch.name} does not apply to the installed sglang:\n{err.stdout}{err.stderr}"
+            ) from None
     return root / "python"
 
 
