@@ -115,6 +115,17 @@ def write_json(results: Path, name: str, result: Mapping) -> Path:
     return path
 
 
+def publish(args, name: str, result: dict, plot, table, *, measured_on: str | None) -> dict:
+    """Stamp a fresh measurement (``measured_on``: its device; None for a rendered result) with its
+    environment and write ``<name>.json``; then write the plot and print the table."""
+    if measured_on is not None:
+        result["env"] = environment(measured_on)
+        write_json(args.results, name, result)
+    plot(result, args.results)
+    print(table(result))
+    return result
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join("" if c is None else str(c) for c in row) + " |" for row in rows]

@@ -445,15 +445,10 @@ def plot(result: dict, results_dir: Path):
 def main() -> dict:
     args = arguments()
     if args.from_json:
-        result = json.loads(args.from_json.read_text())
-    else:
-        c.apply_threads(args)
-        result = measure_gpu(args) if args.device == "cuda" else measure_cpu(args)
-        result["env"] = c.environment(args.device)
-        c.write_json(args.results, NAME, result)
-    plot(result, args.results)
-    print(table(result))
-    return result
+        return c.publish(args, NAME, json.loads(args.from_json.read_text()), plot, table, measured_on=None)
+    c.apply_threads(args)
+    result = measure_gpu(args) if args.device == "cuda" else measure_cpu(args)
+    return c.publish(args, NAME, result, plot, table, measured_on=args.device)
 
 
 if __name__ == "__main__":

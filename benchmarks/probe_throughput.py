@@ -182,12 +182,7 @@ def plot(result: dict, results_dir: Path):
 def main() -> dict:
     args = arguments()
     c.apply_threads(args)
-    result = measure(args)
-    result["env"] = c.environment(args.device)
-    c.write_json(args.results, NAME, result)
-    plot(result, args.results)
-    print(table(result))
-    return result
+    return c.publish(args, NAME, measure(args), plot, table, measured_on=args.device)
 
 
 if __name__ == "__main__":

@@ -175,11 +175,11 @@ def main() -> dict:
     args = c.parser(__doc__).parse_args()
     c.apply_threads(args)
     result = measure(repeat=3 if args.quick else 30, with_check=not args.quick)
-    result["env"] = c.environment()
-    c.write_json(args.results, NAME, result)
-    plot(result, args.results)
-    print(c.markdown_table(("measure", "median"), rows(result)))
-    return result
+    return c.publish(args, NAME, result, plot, table, measured_on="cpu")
+
+
+def table(result: dict) -> str:
+    return c.markdown_table(("measure", "median"), rows(result))
 
 
 if __name__ == "__main__":
