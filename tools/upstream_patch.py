@@ -113,7 +113,13 @@ def write_patch(root: Path) -> None:
     modified = _git("diff", "--name-only", "-z", cwd=root).stdout.split("\0")
     untracked = _git("ls-files", "--others", "-z", cwd=root).stdout.split("\0")
     # the tree's other files are links to the installed sglang: only real files are ours
-    ours = sorted({p for p in modified + untracked if p and not (root / p).is_symlink()})
+    ours = sorted(
+        {
+            p
+            for p in modified + untracked
+            if p.startswith(("python/", "test/")) and not (root / p).is_symlink()
+        }
+    )
     _git("add", "-N", *ours, cwd=root)
     PATCH.write_text(_git("diff", "--", *ours, cwd=root).stdout)
     print(f"wrote {PATCH} ({len(ours)} files)")
