@@ -97,6 +97,22 @@ def environment(device: str = "cpu") -> dict:
     return env
 
 
+def pair_folders(target: Path | None, draft: Path | None, *, gpu: bool, device: str) -> tuple[Path, Path]:
+    """The folders given, else the tiny pair (GPU-sized when ``gpu``), found in or built into the cache."""
+    if target and draft:
+        return target, draft
+    from sglang_eagle3_embed.pair import GPU_PAIR, PairSpec, build_pair
+
+    pair = build_pair(GPU_PAIR if gpu else PairSpec(), device=device)
+    return pair.target, pair.draft
+
+
+def last_error_line(log: str, default: str) -> str:
+    """The last line of an engine log that names an error (SGLang's own message), else ``default``."""
+    errors = [line for line in log.splitlines() if "Error" in line]
+    return errors[-1].strip() if errors else default
+
+
 def require_cuda(what: str, hint: str = "or render a result it wrote with --from-json RESULT.json") -> None:
     """Exit with a clear message when no CUDA device is present."""
     import torch

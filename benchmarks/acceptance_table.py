@@ -14,6 +14,8 @@ import sys
 from datetime import date
 from pathlib import Path
 
+import _common as c
+
 TRAINED, DEFAULTS = "0,5,11", "2,8,13"
 ROWS = [  # (engine result, label, offline steps, offline wiring)
     ("no-spec", "no speculation", None, None),
@@ -36,8 +38,10 @@ def _result(folders: list[Path], name: str) -> dict | None:
         if (folder / f"{name}.json").exists():
             return json.loads((folder / f"{name}.json").read_text())
         if (folder / f"{name}.log").exists():
-            errors = [ln for ln in (folder / f"{name}.log").read_text().splitlines() if "Error" in ln]
-            return {"ok": False, "error": errors[-1].strip() if errors else "no result"}
+            return {
+                "ok": False,
+                "error": c.last_error_line((folder / f"{name}.log").read_text(), "no result"),
+            }
     return None
 
 

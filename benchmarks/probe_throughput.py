@@ -49,14 +49,8 @@ def arguments():
 
 
 def pair_folders(args) -> tuple[Path, Path]:
-    if args.target and args.draft:
-        return args.target, args.draft
-    from sglang_eagle3_embed.pair import PairSpec, build_pair
-    from sglang_eagle3_embed.tiny_target import GPU_TARGET
-
-    spec = PairSpec(target=GPU_TARGET, ids=(-1, 4, 10)) if args.size == "gpu" else PairSpec()
-    pair = build_pair(spec, device="cuda" if args.device.startswith("cuda") else "cpu")
-    return pair.target, pair.draft
+    device = "cuda" if args.device.startswith("cuda") else "cpu"
+    return c.pair_folders(args.target, args.draft, gpu=args.size == "gpu", device=device)
 
 
 def prompts(target: Path, args):

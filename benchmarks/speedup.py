@@ -96,7 +96,7 @@ def serve(kwargs: dict, job: dict) -> dict:
     """Start one engine, time it over the job's batch sizes, shut it down."""
     import sglang
 
-    summary = c.load_tests_gpu("engine_run")._summary
+    run_mode = c.load_tests_gpu("engine_run").run_mode
     prompts, batch_sizes = job["prompts"], job["batch_sizes"]
     sampling = {"temperature": 0, "max_new_tokens": job["new_tokens"], "ignore_eos": True}
     started = time.time()
@@ -104,10 +104,7 @@ def serve(kwargs: dict, job: dict) -> dict:
     startup_s = time.time() - started
 
     def one_pass(batch: int) -> dict:
-        start, outputs = time.time(), []
-        for i in range(0, len(prompts), batch):
-            outputs += engine.generate(input_ids=prompts[i : i + batch], sampling_params=sampling)
-        return summary(outputs, time.time() - start)
+        return run_mode(engine, f"batches-of-{batch}", prompts, sampling)
 
     try:
         for batch in batch_sizes:  # warm-up with the real shapes (triton JIT, graph replay paths)
@@ -127,16 +124,6 @@ def serve(kwargs: dict, job: dict) -> dict:
     return {"ok": True, "startup_s": startup_s, "by_batch": by_batch}
 
 
-def pair_folders(args) -> tuple[Path, Path]:
-    if args.target and args.draft:
-        return args.target, args.draft
-    from sglang_eagle3_embed.pair import PairSpec, build_pair
-    from sglang_eagle3_embed.tiny_target import GPU_TARGET
-
-    pair = build_pair(PairSpec(target=GPU_TARGET, ids=(-1, 4, 10)), device="cuda")
-    return pair.target, pair.draft
-
-
 def job(args) -> dict:
     """Everything the engine worker needs: the engines' kwargs, the prompts, the shapes."""
     import torch
@@ -144,7 +131,7 @@ def job(args) -> dict:
     from sglang_eagle3_embed.pair import write_config_variant
     from sglang_eagle3_embed.tiny_target import Language, TargetSpec
 
-    target, draft = pair_folders(args)
+    target, draft = c.pair_folders(args.target, args.draft, gpu=True, device="cuda")
     top = write_config_variant(draft, args.logs / "draft-top-level", placement="top-level")
     spec = TargetSpec(**json.loads((target / "tiny_target_spec.json").read_text()))
     gen = torch.Generator().manual_seed(2026)
@@ -206,8 +193,7 @@ def measure(args) -> dict:
         collect(result, out_file, args.results)
         failed = next((e for e in pending if e["name"] not in result["engines"]), None)
         if failed is not None:  # SGLang killed the worker while this engine started or ran
-            errors = [line for line in log.read_text().splitlines() if "Error" in line]
-            error = errors[-1].strip() if errors else f"worker exited with {proc.returncode}"
+            error = c.last_error_line(log.read_text(), f"worker exited with {proc.returncode}")
             result["engines"][failed["name"]] = {**failed, "ok": False, "error": error}
             c.write_json(args.results, NAME, result)
     return result

@@ -126,13 +126,12 @@ def _cmd_demo(args) -> int:
 def _cmd_pair(args) -> int:
     from dataclasses import replace
 
-    from sglang_eagle3_embed.pair import PairSpec, build_pair
-    from sglang_eagle3_embed.tiny_target import GPU_TARGET, TargetSpec
+    from sglang_eagle3_embed.pair import GPU_PAIR, PairSpec, build_pair
 
-    base = GPU_TARGET if args.size == "gpu" else TargetSpec()
+    base = (GPU_PAIR if args.size == "gpu" else PairSpec()).target
     sizes = {"num_layers": args.layers, "hidden": args.hidden, "vocab": args.vocab, "heads": args.heads}
     target = replace(base, **{k: v for k, v in sizes.items() if v is not None})
-    ids = tuple(args.ids) if args.ids else ((-1, 4, 10) if args.size == "gpu" else PairSpec().ids)
+    ids = tuple(args.ids) if args.ids else (GPU_PAIR if args.size == "gpu" else PairSpec()).ids
     spec = PairSpec(target=target, ids=ids, convention=args.convention, declare=args.declare)
     pair = build_pair(spec, args.cache, args.device)
     print(json.dumps({"target": str(pair.target), "draft": str(pair.draft)}))

@@ -15,7 +15,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sglang_eagle3_embed.ids import CONVENTION_FIELD, IDS_FIELD, Convention
-from sglang_eagle3_embed.tiny_target import Language, TargetSpec, build_target, default_cache_dir, publish
+from sglang_eagle3_embed.tiny_target import (
+    GPU_TARGET,
+    Language,
+    TargetSpec,
+    build_target,
+    default_cache_dir,
+    publish,
+)
 
 __all__ = ["Pair", "PairSpec", "build_pair", "write_config_variant"]
 
@@ -39,6 +46,10 @@ class PairSpec:
         blob = json.dumps(asdict(self), sort_keys=True).encode()
         ids = "_".join(str(i) for i in self.ids)
         return f"draft-{ids}-{hashlib.sha1(blob).hexdigest()[:10]}"
+
+
+GPU_PAIR = PairSpec(target=GPU_TARGET, ids=(-1, 4, 10))
+"""The GPU-sized pair: 16-layer target, draft on ``[-1, 4, 10]`` (GPU tests and benchmarks)."""
 
 
 @dataclass(frozen=True)

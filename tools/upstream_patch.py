@@ -98,9 +98,9 @@ def run_upstream_tests(root: Path) -> subprocess.CompletedProcess:
 
 def make_work_tree(root: Path) -> None:
     """A git repository with the touched files as the base commit and the patch applied on top."""
-    link_tree(root)
-    materialize(root, touched_files())
     paths = touched_files()
+    link_tree(root)
+    materialize(root, paths)
     _git("init", "-q", cwd=root)
     _git("add", *paths, cwd=root)
     _git("-c", "user.name=base", "-c", "user.email=base@invalid", "commit", "-qm", "sglang base", cwd=root)

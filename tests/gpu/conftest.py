@@ -66,9 +66,7 @@ def gpu_pair():
     first time into $SGLANG_EAGLE3_EMBED_CACHE, then cached (on the CPU: about 3 min)."""
     import torch
 
-    from sglang_eagle3_embed.pair import PairSpec, build_pair
-    from sglang_eagle3_embed.tiny_target import GPU_TARGET
+    from sglang_eagle3_embed.pair import GPU_PAIR, build_pair
 
     torch.set_num_threads(min(8, os.cpu_count() or 1))
-    device = os.environ.get("EAGLE3_EMBED_PAIR_DEVICE", "cuda")
-    return build_pair(PairSpec(target=GPU_TARGET, ids=(-1, 4, 10)), device=device)
+    return build_pair(GPU_PAIR, device=os.environ.get("EAGLE3_EMBED_PAIR_DEVICE", "cuda"))

@@ -2,12 +2,12 @@
 
 Run as a subprocess by the GPU tests (one engine per process; SGLang spawns its own workers):
     python engine_run.py RESULT.json '{"engine": {...Engine kwargs}, "prompts": [[ids]], "modes": [...]}'
-(a plain dict of Engine kwargs is accepted too: the fixed PROMPTS, mode "all").
+(without "prompts": the fixed PROMPTS; without "modes": "all").
 
-Modes: "all" (one generate call with every prompt), "batches-of-8" (one call per 8 prompts),
+Modes: "all" (one generate call with every prompt), "batches-of-N" (one call per N prompts),
 "one-by-one" (batch size 1), "concurrent" (every prompt its own async request, all in flight at
-once). The result file is rewritten after every mode, so a run that hangs shows where. Each mode records its outputs, the
-per-request ``spec_accept_length``, and output tokens per second.
+once). Each mode records its outputs, the per-request ``spec_accept_length``, and output tokens
+per second. The result file is rewritten after every mode, so a run that hangs shows where.
 """
 
 import asyncio
@@ -23,7 +23,7 @@ COMMON = dict(  # required by the GPU bundle (shared/gpu/README.md)
 )  # fmt: skip
 
 
-def _summary(outputs, seconds):
+def summarize(outputs, seconds):
     tokens = sum(len(o["output_ids"]) for o in outputs)
     return {
         "outputs": [o["output_ids"] for o in outputs],
@@ -37,10 +37,10 @@ def run_mode(engine, mode, prompts, sampling):
     started = time.time()
     if mode == "all":
         outputs = engine.generate(input_ids=prompts, sampling_params=sampling)
-    elif mode == "batches-of-8":
-        outputs = []
-        for start in range(0, len(prompts), 8):
-            outputs += engine.generate(input_ids=prompts[start : start + 8], sampling_params=sampling)
+    elif mode.startswith("batches-of-"):
+        size, outputs = int(mode.removeprefix("batches-of-")), []
+        for start in range(0, len(prompts), size):
+            outputs += engine.generate(input_ids=prompts[start : start + size], sampling_params=sampling)
     elif mode == "one-by-one":
         outputs = [engine.generate(input_ids=[p], sampling_params=sampling)[0] for p in prompts]
     elif mode == "concurrent":
@@ -52,12 +52,10 @@ def run_mode(engine, mode, prompts, sampling):
         outputs = asyncio.run(many())
     else:
         raise ValueError(mode)
-    return _summary(outputs, time.time() - started)
+    return summarize(outputs, time.time() - started)
 
 
 def main(result_path: str, job: dict) -> None:
-    if "engine" not in job:
-        job = {"engine": job}
     result = {"kwargs": job["engine"]}
     prompts = job.get("prompts") or PROMPTS
     sampling = {"temperature": 0, "max_new_tokens": job.get("max_new_tokens", 32), "ignore_eos": True}
