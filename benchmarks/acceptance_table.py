@@ -5,7 +5,7 @@
 Reads the engine results (``<name>.json`` written by ``tests/gpu/engine_run.py``; a later folder wins)
 and the offline prediction (``offline.json`` written by ``tests/gpu/test_acceptance.py``) and prints
 a Markdown table: accept lengths plugin vs stock vs offline, output tokens/s with and without
-speculation (32 requests at once, and one at a time). An engine whose process SGLang killed at
+speculation (every prompt at once, and one at a time). An engine whose process SGLang killed at
 startup leaves only its ``<name>.log``: the table shows the error line from it.
 """
 
@@ -50,11 +50,7 @@ def table(folders: list[Path]) -> str:
     for folder in folders:
         if (folder / "offline.json").exists():
             offline = json.loads((folder / "offline.json").read_text())
-    lines = [
-        "| run | accept length (server) | offline prediction | output tokens/s, 32 at once | one at a time |",
-        "|---|---|---|---|---|",
-    ]
-    meta = {}
+    lines, meta, at_once = [], {}, set()
     for name, label, steps, wiring in ROWS:
         result = _result(folders, name)
         if result is None:
@@ -67,12 +63,19 @@ def table(folders: list[Path]) -> str:
             lines.append(f"| {label} | fails: {result.get('error', '')[-80:]} | {pred} | | |")
             continue
         modes = result["modes"]
+        if modes["all"].get("outputs"):
+            at_once.add(len(modes["all"]["outputs"]))
         accept = _mean(modes["all"]["accept_length"])
         shown = f"{accept:.2f}" if accept is not None else "-"
         single = modes.get("one-by-one", {}).get("tokens_per_s", "")
         lines.append(f"| {label} | {shown} | {pred} | {modes['all']['tokens_per_s']} | {single} |")
+    count = "/".join(map(str, sorted(at_once))) or "all"
+    header = [
+        f"| run | accept length (server) | offline prediction | output tokens/s, {count} at once | one at a time |",
+        "|---|---|---|---|---|",
+    ]
     head = f"{date.today()}, {meta.get('gpu')}, SGLang {meta.get('sglang')}\n\n"
-    return head + "\n".join(lines)
+    return head + "\n".join(header + lines)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,12 @@ Run as a subprocess by the GPU tests (one engine per process; SGLang spawns its 
 Modes: "all" (one generate call with every prompt), "batches-of-N" (one call per N prompts),
 "one-by-one" (batch size 1), "concurrent" (every prompt its own async request, all in flight at
 once). Each mode records its outputs, the per-request ``spec_accept_length``, and output tokens
-per second. The result file is rewritten after every mode, so a run that hangs shows where.
+per second. With ``"top_logprobs": 2`` in the job, one more (untimed) pass over every prompt records
+each position's margin (top-1 minus top-2 logprob), which tells a near-tie from a real difference.
+The result file is rewritten after every
+mode, so a run that hangs shows where.
+
+``margins`` and ``divergences`` are pure (unit-tested on the CPU, ``tests/unit/test_engine_run.py``).
 """
 
 import asyncio
@@ -23,14 +28,50 @@ COMMON = dict(  # required by the GPU bundle (shared/gpu/README.md)
 )  # fmt: skip
 
 
+def margins(meta_info: dict) -> list[float] | None:
+    """Top-1 minus top-2 logprob at each output position; None without top logprobs.
+
+    SGLang returns each position's top logprobs as ``(logprob, token_id, text)`` entries, or None
+    for a position it has none for (``srt/managers/tokenizer_manager.py:3118-3136``): its margin is
+    None, which the lossless check treats as unknown, not as a near-tie."""
+    tops = meta_info.get("output_top_logprobs")
+    if not tops:
+        return None
+    gaps = []
+    for entries in tops:
+        if not entries:
+            gaps.append(None)
+            continue
+        values = sorted((float(e[0]) for e in entries), reverse=True)
+        if len(values) < 2:
+            raise ValueError("margins need top_logprobs_num >= 2")
+        gaps.append(values[0] - values[1])
+    return gaps
+
+
+def divergences(outputs, expected, gaps) -> list[tuple[int, int, float | None]]:
+    """``(prompt, position, margin there)`` for each output that differs from ``expected``, at its
+    first differing token (margin None when ``gaps`` does not reach that position)."""
+    if len(outputs) != len(expected) or len(gaps) != len(expected):
+        raise ValueError(f"{len(outputs)} outputs, {len(expected)} expected, {len(gaps)} margin lists")
+    found = []
+    for prompt, (got, want, gap) in enumerate(zip(outputs, expected, gaps)):
+        if got == want:
+            continue
+        position = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        found.append((prompt, position, gap[position] if position < len(gap) else None))
+    return found
+
+
 def summarize(outputs, seconds):
     tokens = sum(len(o["output_ids"]) for o in outputs)
-    return {
+    summary = {
         "outputs": [o["output_ids"] for o in outputs],
         "accept_length": [o["meta_info"].get("spec_accept_length") for o in outputs],
         "verify_ct": [o["meta_info"].get("spec_verify_ct") for o in outputs],
         "tokens_per_s": round(tokens / seconds, 1),
     }
+    return summary
 
 
 def run_mode(engine, mode, prompts, sampling):
@@ -49,7 +90,9 @@ def run_mode(engine, mode, prompts, sampling):
             calls = [engine.async_generate(input_ids=p, sampling_params=sampling) for p in prompts]
             return await asyncio.gather(*calls)
 
-        outputs = asyncio.run(many())
+        # on the Engine's own loop: its tokenizer manager receives results there (a new loop from
+        # asyncio.run would wait forever for them)
+        outputs = engine.loop.run_until_complete(many())
     else:
         raise ValueError(mode)
     return summarize(outputs, time.time() - started)
@@ -74,6 +117,13 @@ def main(result_path: str, job: dict) -> None:
         for mode in job.get("modes", ["all"]):
             modes[mode] = run_mode(engine, mode, prompts, sampling)
             _write(result_path, result)
+        if job.get("top_logprobs"):
+            scored = engine.generate(
+                input_ids=prompts, sampling_params=sampling, return_logprob=True,
+                top_logprobs_num=job["top_logprobs"],
+            )  # fmt: skip
+            result["margins"] = [margins(o["meta_info"]) for o in scored]
+            result["margins_outputs"] = [o["output_ids"] for o in scored]
         first = next(iter(modes.values()))
         result["outputs"], result["accept_length"] = first["outputs"], first["accept_length"]
         engine.shutdown()

@@ -4,7 +4,14 @@ The GPU-sized trained pair (16-layer DeepSeek-V3 target, EAGLE-3 draft on ids [-
 with EAGLE-3. The server's measured ``spec_accept_length`` (``completion_tokens / spec_verify_ct``,
 ``srt/managers/tokenizer_manager.py:3166-3167``) is compared with the offline ``probe`` prediction for
 the same prompts and settings; stock SGLang is shown failing; greedy outputs are compared token for
-token with no speculation. Every engine runs in its own process (``engine_run.py``)."""
+token with no speculation. Every engine runs in its own process (``engine_run.py``).
+
+Lossless, in bf16: verification (an extend over the draft tokens) and plain decoding run different
+kernels, so their logits differ in the last bits, and where the target's top two tokens are nearly
+tied the greedy pick can differ: stock SGLang does this too (docs/benchmarks.md). The tests therefore
+ask the no-speculation engine for each position's margin (top-1 minus top-2 logprob) and require
+(1) every output that differs to leave the reference at a near-tie (margin below ``NEAR_TIE``), and
+(2) at least 32 prompts identical token for token in every mode."""
 
 import json
 import os
@@ -12,12 +19,19 @@ from pathlib import Path
 
 import pytest
 import torch
+from engine_run import divergences
 
 from sglang_eagle3_embed.pair import write_config_variant
 
 pytestmark = pytest.mark.gpu
 OURS = "sglang_eagle3_embed"
-NUM_PROMPTS, PROMPT_LEN, NEW_TOKENS = 32, 8, 40
+NUM_PROMPTS, PROMPT_LEN, NEW_TOKENS = 48, 8, 40
+# Margins in nats. On these prompts the target's median margin is 2.3 and 10% are below 0.71; bf16
+# alone (HF transformers, bf16 against float32, the same pair on the CPU) changed the greedy pick at
+# margins up to 0.25 (benchmarks/near_ties.py, docs/benchmarks.md). Twice that is a near-tie; a
+# speculation bug (a wrong token accepted, a corrupted cache) shows where the target is sure.
+NEAR_TIE = 0.5
+MIN_IDENTICAL = 32  # prompts identical token for token in every mode (issue #5)
 BF16 = {"dtype": "bfloat16"}  # the pair is saved in float32; served in bf16, as real models are
 # accept-length runs compare no outputs: they skip the piecewise prefill CUDA graph capture (about
 # 20 s per EAGLE-3 engine); decode, verify and draft graphs stay on. The lossless runs keep it on.
@@ -54,9 +68,10 @@ def serve(gpu_pair, prompts, run_engine):
     """Run (once) and return a named engine configuration over the prompts."""
     results = {}
 
-    def get(name, modes=("all",), timeout=300, **kwargs):
+    def get(name, modes=("all",), timeout=300, top_logprobs=None, **kwargs):
         if name not in results:
             job = {"prompts": prompts.tolist(), "max_new_tokens": NEW_TOKENS, "modes": list(modes)}
+            job.update({"top_logprobs": top_logprobs} if top_logprobs else {})
             results[name] = run_engine(
                 name, timeout=timeout, job=job, model_path=str(gpu_pair.target), **BF16, **kwargs
             )
@@ -95,6 +110,23 @@ def plugin_run(serve, drafts, steps, topk=1, tokens=None):
         f"plugin-steps{steps}-topk{topk}", modes=modes, model_impl=OURS, **NO_PREFILL_GRAPH,
         speculative_draft_model_path=drafts["nested"], **spec(steps, topk, tokens),
     )  # fmt: skip
+
+
+def assert_lossless(base, result):
+    """``result``'s outputs in every mode against ``base`` (no speculation, with margins): differences
+    only at near-ties, and at least ``MIN_IDENTICAL`` prompts identical in every mode."""
+    assert base["ok"], base.get("traceback") or base["log"][-3000:]
+    assert result["ok"], result.get("traceback") or result["log"][-3000:]
+    expected, gaps = base["outputs"], base["margins"]
+    assert base["margins_outputs"] == expected  # the scored pass generated the same tokens
+    differing = set()
+    for mode, run in result["modes"].items():
+        found = divergences(run["outputs"], expected, gaps)
+        print(f"{mode}: {len(found)} of {len(expected)} differ, (prompt, position, margin): {found}")
+        real = [d for d in found if d[2] is None or d[2] >= NEAR_TIE]
+        assert not real, f"{mode}: outputs differ where the target was not near a tie: {real}"
+        differing |= {d[0] for d in found}
+    assert len(expected) - len(differing) >= MIN_IDENTICAL, sorted(differing)
 
 
 def mean(values):
@@ -136,55 +168,73 @@ def test_stock_serves_top_level_ids_with_its_defaults(serve, drafts, predicted):
     defaults = predicted[3][(2, 8, 13)]  # SGLang's default layers for a 16-layer target
     plugin = plugin_run(serve, drafts, 3)
     print(f"stock top-level: measured {measured:.2f}, offline under the defaults {defaults:.2f}")
-    assert abs(measured - defaults) <= 0.25 * defaults, (measured, defaults)  # seen: 1.58 vs 1.39
-    assert measured <= 0.6 * mean(plugin["accept_length"]), measured  # seen: 1.58 vs 3.19
+    assert abs(measured - defaults) <= 0.25 * defaults, (measured, defaults)  # seen: 1.82 vs 1.70
+    assert measured <= 0.6 * mean(plugin["accept_length"]), measured  # seen: 1.82 vs 3.10
 
 
 def test_greedy_outputs_are_lossless(serve, drafts):
-    """Batch size 8 (prompts sent 8 at a time), batch size 1, and 32 concurrent requests, with CUDA
-    graphs (decode graphs captured up to batch size 32, so every decode replays one) and eagerly."""
-    base = serve("no-spec", modes=("all", "one-by-one"))
+    """Batch size 8 (prompts sent 8 at a time), batch size 1, and every prompt concurrently, with
+    CUDA graphs (decode graphs captured up to batch size 48, so every decode replays one) and
+    eagerly; see the module docstring for what "lossless" means in bf16."""
+    base = serve("no-spec", modes=("all", "one-by-one"), top_logprobs=2)
     assert base["ok"], base.get("traceback") or base["log"][-3000:]
-    expected = base["modes"]["all"]["outputs"]
-    assert len({tuple(o[:4]) for o in expected}) >= 16  # diverse continuations, not one token repeated
+    assert base["modes"]["one-by-one"]["outputs"] == base["outputs"]  # no speculation: batch-invariant
+    assert len({tuple(o[:4]) for o in base["outputs"]}) >= 16  # diverse continuations
     graph = serve(
         "plugin-lossless-graph", modes=("batches-of-8", "one-by-one", "concurrent"), model_impl=OURS,
-        speculative_draft_model_path=drafts["nested"], cuda_graph_max_bs_decode=32, **spec(3),
+        speculative_draft_model_path=drafts["nested"], cuda_graph_max_bs_decode=NUM_PROMPTS, **spec(3),
     )  # fmt: skip
     eager = serve(
         "plugin-lossless-eager", modes=("batches-of-8", "one-by-one"), model_impl=OURS,
         disable_cuda_graph=True, speculative_draft_model_path=drafts["nested"], **spec(3),
     )  # fmt: skip
-    for result in (graph, eager):
-        assert result["ok"], result.get("traceback") or result["log"][-3000:]
-        for mode, run in result["modes"].items():
-            assert run["outputs"] == expected, mode
+    assert_lossless(base, graph)
+    assert_lossless(base, eager)
+
+
+def same_as_stock(serve, name, **kwargs):
+    """The plugin on the trained ids and stock SGLang on the same captures written as capture
+    indices by hand, under the same flags: the plugin changes no scheduling and no execution path,
+    so both must finish (or fail) alike, with the same tokens. Returns both results."""
+    plugin = serve(
+        f"plugin-{name}", model_impl=OURS, speculative_draft_model_path=kwargs.pop("nested"), **kwargs
+    )
+    stock = serve(f"stock-hand-written-{name}", speculative_draft_model_path=kwargs.pop("hand"), **kwargs)
+    print(f"{name}: plugin {plugin.get('error', 'finished')}; stock {stock.get('error', 'finished')}")
+    assert plugin["ok"] == stock["ok"], (plugin.get("error"), stock.get("error"))
+    if plugin["ok"]:
+        assert plugin["outputs"] == stock["outputs"]
+    return plugin, stock
 
 
 def test_request_cap_behaves_as_in_stock_sglang(serve, drafts):
     """With --max-running-requests 8, a one-request-at-a-time pass stalled once (see
-    docs/benchmarks.md). The plugin changes no scheduling: it must finish exactly when stock SGLang,
-    serving the same captures through hand-written capture indices, finishes, with the same tokens."""
-    cap = dict(modes=("one-by-one",), timeout=240, max_running_requests=8, **spec(3))
-    plugin = serve("plugin-cap8", model_impl=OURS, speculative_draft_model_path=drafts["nested"], **cap)
-    stock = serve("stock-hand-written-cap8", speculative_draft_model_path=drafts["hand-written"], **cap)
-    print(
-        f"cap 8, one by one: plugin {plugin.get('error', 'finished')}; stock {stock.get('error', 'finished')}"
-    )
-    assert plugin["ok"] == stock["ok"], (plugin.get("error"), stock.get("error"))
-    if plugin["ok"]:
-        assert plugin["outputs"] == stock["outputs"]
+    docs/benchmarks.md): it must behave exactly as in stock SGLang."""
+    same_as_stock(
+        serve, "cap8", nested=drafts["nested"], hand=drafts["hand-written"], modes=("one-by-one",),
+        timeout=240, max_running_requests=8, **spec(3),
+    )  # fmt: skip
+
+
+# The lent 2 x H200 has NVLink multicast switched off; there FlashInfer's TRT-LLM all-reduce fusion,
+# which SGLang turns on by itself for DeepSeek at TP > 1 on sm90 (srt/arg_groups/overrides.py:955-1001),
+# hung while setting up its workspace, before serving (docs/benchmarks.md), so TP runs without it.
+TP2 = {"tp_size": 2, "enforce_disable_flashinfer_allreduce_fusion": True}
+DP2 = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}
 
 
 @pytest.mark.parametrize(
     ("name", "needs", "kwargs", "refused"),
     [
-        ("tp2", 2, {"tp_size": 2}, None),
-        ("dp-attention2", 2, {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}, None),
+        ("tp2", 2, TP2, None),
+        # decode graphs up to every prompt: an eager draft decode under DP attention is checked
+        # against stock SGLang separately (test_dp_attention_eager_behaves_as_in_stock_sglang)
+        ("dp-attention2", 2, {**DP2, "cuda_graph_max_bs_decode": NUM_PROMPTS}, None),
         ("pp2", 1, {"pp_size": 2}, "--pp-size 2 with"),  # refused in the launcher: no GPU used
     ],
 )
-def test_multi_gpu(serve, drafts, predicted, name, needs, kwargs, refused):
+def test_multi_gpu(serve, drafts, name, needs, kwargs, refused):
+    """Issue #6: accept length within 5% of one GPU's, lossless as on one GPU; PP refused clearly."""
     if torch.cuda.device_count() < needs:
         pytest.skip(f"needs {needs} GPUs, this machine has {torch.cuda.device_count()} (issue #6)")
     result = serve(
@@ -195,7 +245,18 @@ def test_multi_gpu(serve, drafts, predicted, name, needs, kwargs, refused):
         return
     assert result["ok"], result.get("traceback") or result["log"][-3000:]
     single = plugin_run(serve, drafts, 3)
-    assert mean(result["accept_length"]) >= 0.95 * mean(single["accept_length"])  # issue #6: within 5%
-    base = serve(f"no-spec-{name}", **kwargs)  # the same parallel layout without speculation
-    assert base["ok"], base.get("traceback") or base["log"][-3000:]
-    assert result["outputs"] == base["outputs"]  # lossless
+    measured, one_gpu = mean(result["accept_length"]), mean(single["accept_length"])
+    print(f"{name}: accept length {measured:.2f}, one GPU {one_gpu:.2f}")
+    assert abs(measured - one_gpu) <= 0.05 * one_gpu, (measured, one_gpu)  # issue #6: within 5%
+    base = serve(f"no-spec-{name}", top_logprobs=2, **kwargs)  # the same layout without speculation
+    assert_lossless(base, result)
+
+
+def test_dp_attention_eager_behaves_as_in_stock_sglang(serve, drafts):
+    """DP attention with SGLang's default decode graphs (up to batch size 8): the 24 requests a rank
+    holds run the draft decode eagerly. Whatever SGLang does there, the plugin must do the same."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip(f"needs 2 GPUs, this machine has {torch.cuda.device_count()} (issue #6)")
+    same_as_stock(
+        serve, "dp-attention2-eager", nested=drafts["nested"], hand=drafts["hand-written"], **DP2, **spec(3)
+    )

@@ -60,6 +60,20 @@ def test_probe_throughput_quick(tiny_pair, tmp_path):
     assert "| sglang-cpu |" in out.stdout
 
 
+def test_near_ties_quick(tiny_pair, tmp_path):
+    out = bench(
+        "near_ties.py", "--quick", "--threads", 1, "--target", tiny_pair.target, "--results", tmp_path
+    )
+    r = result(tmp_path, "near_ties")
+    assert r["num_prompts"] == 8 and r["positions"] == 8 * 8 == len(r["margins"])
+    assert all(m >= 0 for m in r["margins"]) and r["median_margin"] >= r["margin_p10"]
+    counts = [r["below"][k] for k in ("0.05", "0.25", "0.5", "1.0")]
+    assert counts == sorted(counts)  # cumulative
+    for flip in r["bf16_flips"]:
+        assert 0 <= flip["prompt"] < 8 and 0 <= flip["position"] < 8
+    assert "bf16 against float32" in out.stdout
+
+
 def test_capture_overhead_quick(tiny_pair, tmp_path):
     """SGLang's DeepSeek forward on the CPU: the three captures are what they claim to be."""
     args = ("--quick", "--threads", 1, "--target", tiny_pair.target, "--results", tmp_path)
@@ -255,7 +269,7 @@ def test_acceptance_table_from_logs(tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir(), second.mkdir()
     (first / "offline.json").write_text(json.dumps({"3": {"0,5,11": 3.05, "2,8,13": 1.39}}))
-    run = {"accept_length": [3.0, 3.4], "tokens_per_s": 155.7}
+    run = {"accept_length": [3.0, 3.4], "tokens_per_s": 155.7, "outputs": [[5, 6], [7, 8]]}
     single = {"accept_length": [3.0], "tokens_per_s": 80.5}
     meta = {"ok": True, "gpu": "NVIDIA H200", "sglang": "0.5.23"}
     (first / "plugin-steps3-topk1.json").write_text(
@@ -270,7 +284,7 @@ def test_acceptance_table_from_logs(tmp_path):
         [sys.executable, str(ROOT / "benchmarks" / "acceptance_table.py"), str(first), str(second)],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    assert "NVIDIA H200, SGLang 0.5.23" in out
+    assert "NVIDIA H200, SGLang 0.5.23" in out and "output tokens/s, 2 at once |" in out
     assert "| plugin, steps 3, top-k 1 | 3.20 | 3.05 | 155.7 | 80.5 |" in out  # the later folder wins
     assert "| stock, nested ids | fails: [y] RuntimeError: captured 2 of 3 |  | | |" in out
     assert "| stock, top-level ids (serves its defaults) | fails: no result after 300 s | 1.39 | | |" in out

@@ -1,0 +1,60 @@
+"""The GPU tests' pure helpers (``tests/gpu/engine_run.py``): margins from SGLang's top logprobs and
+the first point where an output leaves its reference. The GPU lossless tests rely on both."""
+
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
+from engine_run import divergences, margins
+
+
+def test_margins_are_top1_minus_top2_whatever_the_entry_order():
+    meta = {"output_top_logprobs": [[(-0.1, 5, None), (-2.6, 7, None)], [(-1.5, 3, None), (-0.7, 4, None)]]}
+    assert margins(meta) == pytest.approx([2.5, 0.8])
+
+
+def test_a_position_without_top_logprobs_has_no_margin():
+    meta = {"output_top_logprobs": [[(-0.1, 5, None), (-2.6, 7, None)], None]}
+    assert margins(meta) == pytest.approx([2.5, None])
+
+
+def test_margins_without_top_logprobs_are_none():
+    assert margins({}) is None
+    assert margins({"output_top_logprobs": []}) is None
+
+
+def test_margins_refuse_a_single_candidate():
+    with pytest.raises(ValueError, match="top_logprobs_num >= 2"):
+        margins({"output_top_logprobs": [[(-0.1, 5, None)]]})
+
+
+tokens = st.lists(st.integers(0, 9), min_size=1, max_size=12)
+
+
+@given(st.lists(tokens, min_size=1, max_size=6), st.data())
+def test_divergences_name_the_first_differing_token_and_its_margin(expected, data):
+    outputs, gaps, want = [], [], []
+    for prompt, ref in enumerate(expected):
+        gap = [float(i) for i in range(len(ref))]  # the margin at position i is i
+        cut = data.draw(st.integers(0, len(ref)))  # outputs[prompt] equals ref before `cut`
+        out = list(ref)
+        if cut < len(ref):
+            out[cut] = ref[cut] + 1
+            want.append((prompt, cut, float(cut)))
+        outputs.append(out)
+        gaps.append(gap)
+    assert divergences(outputs, expected, gaps) == want
+
+
+def test_a_shorter_output_diverges_where_it_ends():
+    assert divergences([[1, 2]], [[1, 2, 3]], [[0.5, 0.5, 0.5]]) == [(0, 2, 0.5)]
+    assert divergences([[1, 2, 3]], [[1, 2]], [[0.5, 0.5]]) == [(0, 2, None)]
+
+
+def test_divergences_refuse_mismatched_lengths():
+    with pytest.raises(ValueError, match="2 outputs, 1 expected"):
+        divergences([[1], [2]], [[1]], [[0.0]])
