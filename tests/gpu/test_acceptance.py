@@ -192,14 +192,12 @@ def test_greedy_outputs_are_lossless(serve, drafts):
     assert_lossless(base, eager)
 
 
-def same_as_stock(serve, name, **kwargs):
+def same_as_stock(serve, name, drafts, **kwargs):
     """The plugin on the trained ids and stock SGLang on the same captures written as capture
     indices by hand, under the same flags: the plugin changes no scheduling and no execution path,
     so both must finish (or fail) alike, with the same tokens. Returns both results."""
-    plugin = serve(
-        f"plugin-{name}", model_impl=OURS, speculative_draft_model_path=kwargs.pop("nested"), **kwargs
-    )
-    stock = serve(f"stock-hand-written-{name}", speculative_draft_model_path=kwargs.pop("hand"), **kwargs)
+    plugin = serve(f"plugin-{name}", model_impl=OURS, speculative_draft_model_path=drafts["nested"], **kwargs)
+    stock = serve(f"stock-hand-written-{name}", speculative_draft_model_path=drafts["hand-written"], **kwargs)
     print(f"{name}: plugin {plugin.get('error', 'finished')}; stock {stock.get('error', 'finished')}")
     assert plugin["ok"] == stock["ok"], (plugin.get("error"), stock.get("error"))
     if plugin["ok"]:
@@ -211,8 +209,7 @@ def test_request_cap_behaves_as_in_stock_sglang(serve, drafts):
     """With --max-running-requests 8, a one-request-at-a-time pass stalled once (see
     docs/benchmarks.md): it must behave exactly as in stock SGLang."""
     same_as_stock(
-        serve, "cap8", nested=drafts["nested"], hand=drafts["hand-written"], modes=("one-by-one",),
-        timeout=240, max_running_requests=8, **spec(3),
+        serve, "cap8", drafts, modes=("one-by-one",), timeout=240, max_running_requests=8, **spec(3),
     )  # fmt: skip
 
 
@@ -257,6 +254,4 @@ def test_dp_attention_eager_behaves_as_in_stock_sglang(serve, drafts):
     holds run the draft decode eagerly. Whatever SGLang does there, the plugin must do the same."""
     if torch.cuda.device_count() < 2:
         pytest.skip(f"needs 2 GPUs, this machine has {torch.cuda.device_count()} (issue #6)")
-    same_as_stock(
-        serve, "dp-attention2-eager", nested=drafts["nested"], hand=drafts["hand-written"], **DP2, **spec(3)
-    )
+    same_as_stock(serve, "dp-attention2-eager", drafts, **DP2, **spec(3))

@@ -189,6 +189,37 @@ def test_gpu_all_plan():
     assert "capture_overhead" not in only and "speedup" in only
 
 
+def test_speedup_engines_resolve_in_sglang(tmp_path):
+    """The five GPU engines of speedup.py go through SGLang's own resolution (here on the CPU), with
+    the plugin's startup validator: chains of n steps keep n + 1 draft tokens, only the plugin's
+    engines select it, and the stock ones read the same draft."""
+    import speedup as sp
+    from sglang.srt.arg_groups.overrides import resolution_result
+    from sglang.srt.server_args import ServerArgs
+
+    from sglang_eagle3_embed.rule_examples import Scenario, materialize
+
+    materialize(Scenario(), tmp_path)  # an 8-layer DeepSeek-V3 target and a [-1, 2, 4] draft
+    drafts = {"plugin": tmp_path / "draft", "stock": tmp_path / "draft"}
+    seen = {}
+    for engine in sp.engines([3, 7]):
+        server_args = ServerArgs(
+            **{**sp.engine_kwargs(engine, tmp_path / "target", drafts, 16), "device": "cpu"}
+        )
+        server_args.resolve_once()
+        seen[engine["name"]] = tuple(
+            resolution_result(server_args, key)
+            for key in ("speculative_algorithm", "speculative_num_draft_tokens", "model_impl")
+        )
+    assert seen == {
+        "no-spec": (None, None, "auto"),
+        "plugin-steps3": ("EAGLE3", 4, "sglang_eagle3_embed"),
+        "plugin-steps7": ("EAGLE3", 8, "sglang_eagle3_embed"),
+        "stock-steps3": ("EAGLE3", 4, "auto"),
+        "stock-steps7": ("EAGLE3", 8, "auto"),
+    }
+
+
 def test_gpu_capture_workers_resolve_in_sglang(tmp_path):
     """The GPU workers' ServerArgs go through SGLang's own resolution (here on the CPU): capture-only
     mode for stock and plugin, with the captures the worker is told to expect."""
