@@ -107,7 +107,8 @@ def plot(r: dict, results: Path) -> None:
     ax.hist(margins, bins=bins, color="#888", label="greedy positions (float32 target)")
     for f in r["bf16_flips"]:
         ax.axvline(max(f["margin"], 1e-3), color="#c33", lw=1)
-    ax.axvline(0.5, color="#36c", ls="--", label="NEAR_TIE in the GPU tests")
+    near_tie = c.load_tests_gpu("engine_run").NEAR_TIE
+    ax.axvline(near_tie, color="#36c", ls="--", label=f"NEAR_TIE = {near_tie} in the GPU tests")
     ax.plot([], [], color="#c33", label="where bf16 picks another token")
     ax.set_xscale("log")
     ax.set_xlabel("margin: top-1 minus top-2 logprob (nats)")
