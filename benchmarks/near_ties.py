@@ -14,7 +14,6 @@ target in bf16 picks another token. Same prompts as the GPU tests: the pair's la
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import _common as c
 
@@ -51,11 +50,8 @@ def measure(args) -> dict:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from sglang_eagle3_embed.probe import load_prompts
-
     target = args.target or c.pair_folders(None, None, gpu=True, device="cpu")[0]
-    cli = SimpleNamespace(prompts=None, seed=2026, target=target, num_prompts=args.num_prompts, prompt_len=8)
-    prompts = load_prompts(cli)
+    prompts = c.language_prompts(target, args.num_prompts, 8, seed=2026)
     model = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32).eval()
     ref, gaps = greedy(model, prompts, args.new_tokens)
     bf16, _ = greedy(model.to(torch.bfloat16), prompts, args.new_tokens)

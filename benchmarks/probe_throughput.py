@@ -53,18 +53,6 @@ def pair_folders(args) -> tuple[Path, Path]:
     return c.pair_folders(args.target, args.draft, gpu=args.size == "gpu", device=device)
 
 
-def prompts(target: Path, args):
-    """The probe CLI's default prompts: the tiny target's own language, seed 1234."""
-    from types import SimpleNamespace
-
-    from sglang_eagle3_embed.probe import load_prompts
-
-    cli = dict(
-        prompts=None, seed=1234, target=target, num_prompts=args.num_prompts, prompt_len=args.prompt_len
-    )
-    return load_prompts(SimpleNamespace(**cli))
-
-
 def engine_args() -> dict:
     """The GPU tests' engine settings (tests/gpu/engine_run.py COMMON: triton attention, pytorch
     sampling, no radix cache), without the token-ids-only flag the engine backend sets itself."""
@@ -76,7 +64,7 @@ def measure(args) -> dict:
     from sglang_eagle3_embed.wirings import candidate_wirings
 
     target, draft_dir = pair_folders(args)
-    tokens = prompts(target, args)
+    tokens = c.language_prompts(target, args.num_prompts, args.prompt_len, seed=1234)  # probe's default
     config = json.loads((draft_dir / "config.json").read_text())
     loaded, load_s = {}, {}
     for name in args.backends:

@@ -126,15 +126,11 @@ def serve(kwargs: dict, job: dict) -> dict:
 
 def job(args) -> dict:
     """Everything the engine worker needs: the engines' kwargs, the prompts, the shapes."""
-    import torch
-
     from sglang_eagle3_embed.pair import write_config_variant
-    from sglang_eagle3_embed.tiny_target import Language, TargetSpec
 
     target, draft = c.pair_folders(args.target, args.draft, gpu=True, device="cuda")
     top = write_config_variant(draft, args.logs / "draft-top-level", placement="top-level")
-    spec = TargetSpec(**json.loads((target / "tiny_target_spec.json").read_text()))
-    gen = torch.Generator().manual_seed(2026)
+    prompts = c.language_prompts(target, args.num_prompts, args.prompt_len, seed=2026)  # the GPU tests'
     drafts = {"plugin": draft, "stock": top}
     return {
         "target": str(target),
@@ -145,7 +141,7 @@ def job(args) -> dict:
         "prompt_len": args.prompt_len,
         "new_tokens": args.new_tokens,
         "repetitions": args.repeat,
-        "prompts": Language(spec).sample(args.num_prompts, args.prompt_len, gen).tolist(),
+        "prompts": prompts.tolist(),
         "engines": [
             {**e, "kwargs": engine_kwargs(e, target, drafts, max(args.batch_sizes))}
             for e in engines(args.steps)
