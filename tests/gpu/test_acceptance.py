@@ -8,10 +8,12 @@ token with no speculation. Every engine runs in its own process (``engine_run.py
 
 Lossless, in bf16: verification (an extend over the draft tokens) and plain decoding run different
 kernels, so their logits differ in the last bits, and where the target's top two tokens are nearly
-tied the greedy pick can differ: stock SGLang does this too (docs/benchmarks.md). The tests therefore
-ask the no-speculation engine for each position's margin (top-1 minus top-2 logprob) and require
-(1) every output that differs to leave the reference at a near-tie (margin below ``NEAR_TIE``), and
-(2) at least 32 prompts identical token for token in every mode."""
+tied the greedy pick can differ: plain decoding does this itself between batch sizes and between GPU
+layouts, and stock SGLang's speculation does it too (docs/benchmarks.md). The tests therefore ask the
+no-speculation engine for each position's margin (top-1 minus top-2 logprob) and require
+(1) at least 32 prompts identical token for token in every mode (issue #5), and
+(2) every other output explained: it leaves the reference at a near-tie (margin below ``NEAR_TIE``),
+or plain decoding in another batching or layout produced it (``engine_run.unexplained``)."""
 
 import json
 import os
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from engine_run import NEAR_TIE, divergences
+from engine_run import divergences, unexplained
 
 from sglang_eagle3_embed.pair import write_config_variant
 
@@ -107,9 +109,10 @@ def plugin_run(serve, drafts, steps, topk=1, tokens=None):
     )  # fmt: skip
 
 
-def assert_lossless(base, result):
-    """``result``'s outputs in every mode against ``base`` (no speculation, with margins): differences
-    only at near-ties, and at least ``MIN_IDENTICAL`` prompts identical in every mode."""
+def assert_lossless(base, result, others=()):
+    """``result``'s outputs in every mode against ``base`` (no speculation, with margins): at least
+    ``MIN_IDENTICAL`` prompts identical in every mode, and every difference explained, by a near-tie
+    or by plain decoding's own outputs in ``others`` (lists of outputs, one per prompt)."""
     assert base["ok"], base.get("traceback") or base["log"][-3000:]
     assert result["ok"], result.get("traceback") or result["log"][-3000:]
     expected, gaps = base["outputs"], base["margins"]
@@ -118,10 +121,20 @@ def assert_lossless(base, result):
     for mode, run in result["modes"].items():
         found = divergences(run["outputs"], expected, gaps)
         print(f"{mode}: {len(found)} of {len(expected)} differ, (prompt, position, margin): {found}")
-        real = [d for d in found if d[2] is None or d[2] >= NEAR_TIE]
+        real = unexplained(run["outputs"], expected, gaps, others)
         assert not real, f"{mode}: outputs differ where the target was not near a tie: {real}"
         differing |= {d[0] for d in found}
     assert len(expected) - len(differing) >= MIN_IDENTICAL, sorted(differing)
+
+
+def plain_decoding(serve):
+    """No speculation on one GPU, every prompt at once and one by one, with margins: the reference."""
+    return serve("no-spec", modes=("all", "one-by-one"), top_logprobs=2)
+
+
+def outputs_of(result):
+    """Every mode's outputs of a run (each a list of outputs, one per prompt)."""
+    return [run["outputs"] for run in result["modes"].values()]
 
 
 def mean(values):
@@ -171,9 +184,10 @@ def test_greedy_outputs_are_lossless(serve, drafts):
     """Batch size 8 (prompts sent 8 at a time), batch size 1, and every prompt concurrently, with
     CUDA graphs (decode graphs captured up to batch size 48, so every decode replays one) and
     eagerly; see the module docstring for what "lossless" means in bf16."""
-    base = serve("no-spec", modes=("all", "one-by-one"), top_logprobs=2)
-    assert base["ok"], base.get("traceback") or base["log"][-3000:]
-    assert base["modes"]["one-by-one"]["outputs"] == base["outputs"]  # no speculation: batch-invariant
+    base = plain_decoding(serve)
+    # no speculation is not batch-invariant in bf16 either (seen: 4 of 48 prompts differ between
+    # batch 48 and batch 1, at margins 0.03-0.06): between its own modes, only near-ties may differ
+    assert_lossless(base, base)
     assert len({tuple(o[:4]) for o in base["outputs"]}) >= 16  # diverse continuations
     graph = serve(
         "plugin-lossless-graph", modes=("batches-of-8", "one-by-one", "concurrent"), model_impl=OURS,
@@ -183,8 +197,8 @@ def test_greedy_outputs_are_lossless(serve, drafts):
         "plugin-lossless-eager", modes=("batches-of-8", "one-by-one"), model_impl=OURS,
         disable_cuda_graph=True, speculative_draft_model_path=drafts["nested"], **spec(3),
     )  # fmt: skip
-    assert_lossless(base, graph)
-    assert_lossless(base, eager)
+    assert_lossless(base, graph, outputs_of(base))
+    assert_lossless(base, eager, outputs_of(base))
 
 
 def same_as_stock(serve, name, drafts, **kwargs):
@@ -241,7 +255,9 @@ def test_multi_gpu(serve, drafts, name, needs, kwargs, refused):
     print(f"{name}: accept length {measured:.2f}, one GPU {one_gpu:.2f}")
     assert abs(measured - one_gpu) <= 0.05 * one_gpu, (measured, one_gpu)  # issue #6: within 5%
     base = serve(f"no-spec-{name}", top_logprobs=2, **kwargs)  # the same layout without speculation
-    assert_lossless(base, result)
+    # plain decoding on one GPU explains a difference too (seen: TP 2 without speculation left the
+    # one-GPU tokens where the plugin on TP 2 kept them; docs/benchmarks.md)
+    assert_lossless(base, result, [*outputs_of(base), *outputs_of(plain_decoding(serve))])
 
 
 def test_dp_attention_eager_behaves_as_in_stock_sglang(serve, drafts):

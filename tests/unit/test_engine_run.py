@@ -1,5 +1,6 @@
 """The GPU tests' pure helpers (``tests/gpu/engine_run.py``): margins from SGLang's top logprobs and
-the first point where an output leaves its reference. The GPU lossless tests rely on both."""
+the first point where an output leaves its reference, and which of those only a bug explains. The GPU
+lossless tests rely on all three."""
 
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
-from engine_run import divergences, margins
+from engine_run import NEAR_TIE, divergences, margins, unexplained
 
 
 def test_margins_are_top1_minus_top2_whatever_the_entry_order():
@@ -58,3 +59,23 @@ def test_a_shorter_output_diverges_where_it_ends():
 def test_divergences_refuse_mismatched_lengths():
     with pytest.raises(ValueError, match="2 outputs, 1 expected"):
         divergences([[1], [2]], [[1]], [[0.0]])
+
+
+@given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=8))
+def test_a_difference_is_explained_by_a_near_tie_or_by_plain_decoding_itself(cases):
+    """Each prompt's output leaves the reference at position 1, at a near-tie or not, and plain
+    decoding elsewhere (``others``) made the same output or not: only sure and unmade ones remain."""
+    expected = [[1, 2, 3] for _ in cases]
+    outputs = [[1, 9, 3] for _ in cases]
+    gaps = [[3.0, NEAR_TIE / 2 if tie else NEAR_TIE, 3.0] for tie, _ in cases]
+    other = [list(out) if made else list(ref) for (_, made), out, ref in zip(cases, outputs, expected)]
+    want = [(p, 1, NEAR_TIE) for p, (tie, made) in enumerate(cases) if not tie and not made]
+    assert unexplained(outputs, expected, gaps, [other]) == want
+    assert unexplained(outputs, expected, gaps) == [
+        (p, 1, g[1]) for p, g in enumerate(gaps) if g[1] >= NEAR_TIE
+    ]
+
+
+def test_a_difference_past_the_margins_is_never_a_near_tie():
+    assert unexplained([[1, 2, 3]], [[1, 2]], [[0.0, 0.0]]) == [(0, 2, None)]
+    assert unexplained([[1, 2, 3]], [[1, 2]], [[0.0, 0.0]], [[[1, 2, 3]]]) == []

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
+import engine_run
 import test_acceptance as acceptance
 
 PROMPTS = 48
@@ -86,12 +87,19 @@ def lossless_inputs(margin_at_difference):
 
 
 def test_lossless_accepts_a_difference_at_a_near_tie():
-    acceptance.assert_lossless(*lossless_inputs(acceptance.NEAR_TIE / 2))
+    acceptance.assert_lossless(*lossless_inputs(engine_run.NEAR_TIE / 2))
 
 
 def test_lossless_refuses_a_difference_where_the_target_was_sure():
     with pytest.raises(AssertionError, match=r"not near a tie: \[\(5, 1, 2.0\)\]"):
         acceptance.assert_lossless(*lossless_inputs(2.0))
+
+
+def test_lossless_accepts_a_difference_plain_decoding_also_made():
+    base, result = lossless_inputs(2.0)
+    acceptance.assert_lossless(base, result, [result["modes"]["one-by-one"]["outputs"]])
+    with pytest.raises(AssertionError, match="not near a tie"):
+        acceptance.assert_lossless(base, result, [base["outputs"]])
 
 
 def test_lossless_needs_enough_identical_prompts(monkeypatch):

@@ -1,0 +1,56 @@
+"""Judge recorded GPU results again, without a GPU: the lossless and multi-GPU tests' own checks on
+the engine results a run left in ``$EAGLE3_EMBED_GPU_LOGS`` (``<name>.json``, one per engine).
+
+    python tests/gpu/replay_lossless.py /tmp/logs/s0     # prints each case: PASS or FAIL and why
+
+Use it before spending device time on a changed rule (``engine_run.NEAR_TIE``, ``unexplained``,
+``test_acceptance.assert_lossless``): a case whose engines are missing from the folder is skipped."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import test_acceptance as acceptance
+
+CASES = {
+    "lossless, one GPU": lambda serve, drafts: acceptance.test_greedy_outputs_are_lossless(serve, drafts),
+    "tp2": lambda serve, drafts: acceptance.test_multi_gpu(serve, drafts, "tp2", 2, acceptance.TP2, None),
+    "dp-attention2": lambda serve, drafts: acceptance.test_multi_gpu(
+        serve, drafts, "dp-attention2", 2, acceptance.DP2, None
+    ),
+}
+
+
+def replay(folder: Path) -> dict[str, str]:
+    """Each case's verdict: "PASS", "FAIL: <assertion>", or "skipped: no <engine>.json"."""
+
+    def serve(name, **_):
+        path = folder / f"{name}.json"
+        if not path.exists():
+            raise FileNotFoundError(path.name)
+        return {"log": "", **json.loads(path.read_text())}
+
+    drafts = {"nested": "nested", "top-level": "top-level", "hand-written": "hand-written"}
+    cuda, device_count = acceptance.torch.cuda, acceptance.torch.cuda.device_count
+    cuda.device_count = lambda: 2  # the recorded run had the GPUs
+    verdicts = {}
+    try:
+        for case, check in CASES.items():
+            try:
+                check(serve, drafts)
+                verdicts[case] = "PASS"
+            except FileNotFoundError as missing:
+                verdicts[case] = f"skipped: no {missing}"
+            except AssertionError as failure:
+                verdicts[case] = f"FAIL: {str(failure).splitlines()[0][:300]}"
+    finally:
+        cuda.device_count = device_count
+    return verdicts
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    for case, verdict in replay(Path(sys.argv[1])).items():
+        print(f"{case}: {verdict}")
