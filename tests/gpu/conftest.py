@@ -11,6 +11,10 @@ import pytest
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
+# an engine that crashes would spend 65 s on crash diagnostics (py-spy and CUDA core dumps, then a
+# 60 s wait: srt/managers/tokenizer_manager.py:3395-3397,3481-3501) before exiting; the tests read
+# the log instead. Set either variable to 1 to get them back.
+CRASH_DIAGNOSTICS_OFF = {"SGLANG_PYSPY_DUMP_BEFORE_CRASH": "0", "SGLANG_CUDA_COREDUMP_BEFORE_CRASH": "0"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -43,6 +47,7 @@ def run_engine(tmp_path_factory):
             proc = subprocess.Popen(
                 [sys.executable, str(HERE / "engine_run.py"), str(result_path), json.dumps({"engine": engine_kwargs, **(job or {})})],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                env={**CRASH_DIAGNOSTICS_OFF, **os.environ},
             )  # fmt: skip
             try:
                 returncode = proc.wait(timeout=timeout)
