@@ -23,13 +23,13 @@ import time
 import traceback
 
 # Margins in nats. On the GPU tests' prompts (test_acceptance.py) the served bf16 target's median
-# margin is 1.9 and 23% are below 1.0. Plain decoding (no speculation) on the H200 changed its own greedy pick at
-# margins up to 0.06 between batch sizes, and up to 0.78 between one GPU, TP 2 and DP attention
-# (docs/benchmarks.md, "Third pass"); the target is a MoE (top-2 of 4 experts per token), where a
-# near-tied router choice turns last-bit noise into a large logit change, so a few flips go further
-# still: those are explained by plain decoding itself producing the same output (``unexplained``).
-# A speculation bug (a wrong token accepted, a corrupted cache) shows where the target is sure, and in
-# many prompts.
+# margin is 1.9 and 23% are below 1.0. Plain decoding (no speculation) on the H200 changed its own
+# greedy pick at margins up to 0.06 between batch sizes, and up to 0.78 between one GPU, TP 2 and DP
+# attention (docs/benchmarks.md, "Third pass"). The target is a MoE (top-2 of 4 experts per token):
+# a near-tied router choice turns last-bit noise into a large logit change, so a few flips go further
+# still; those are explained by plain decoding itself producing the same output (``unexplained``).
+# A speculation bug (a wrong token accepted, a corrupted cache) shows where the target is sure, and
+# in many prompts.
 NEAR_TIE = 1.0
 
 PROMPTS = [[(7 * i + j) % 2000 + 5 for j in range(16)] for i in range(8)]

@@ -122,7 +122,8 @@ def assert_lossless(base, result, others=()):
         found = divergences(run["outputs"], expected, gaps)
         print(f"{mode}: {len(found)} of {len(expected)} differ, (prompt, position, margin): {found}")
         real = unexplained(run["outputs"], expected, gaps, others)
-        assert not real, f"{mode}: outputs differ where the target was not near a tie: {real}"
+        why = "no plain decoding run made them either"
+        assert not real, f"{mode}: outputs differ where the target was not near a tie: {real}; {why}"
         differing |= {d[0] for d in found}
     assert len(expected) - len(differing) >= MIN_IDENTICAL, sorted(differing)
 
