@@ -9,8 +9,7 @@ Modes: "all" (one generate call with every prompt), "batches-of-N" (one call per
 once). Each mode records its outputs, the per-request ``spec_accept_length``, and output tokens
 per second. With ``"top_logprobs": 2`` in the job, one more (untimed) pass over every prompt records
 each position's margin (top-1 minus top-2 logprob), which tells a near-tie from a real difference.
-The result file is rewritten after every
-mode, so a run that hangs shows where.
+The result file is rewritten after every mode, so a run that hangs shows where.
 
 ``margins``, ``divergences`` and ``unexplained`` are pure (unit-tested on the CPU,
 ``tests/unit/test_engine_run.py``).
@@ -88,13 +87,12 @@ def unexplained(outputs, expected, gaps, others=()) -> list[tuple[int, int, floa
 
 def summarize(outputs, seconds):
     tokens = sum(len(o["output_ids"]) for o in outputs)
-    summary = {
+    return {
         "outputs": [o["output_ids"] for o in outputs],
         "accept_length": [o["meta_info"].get("spec_accept_length") for o in outputs],
         "verify_ct": [o["meta_info"].get("spec_verify_ct") for o in outputs],
         "tokens_per_s": round(tokens / seconds, 1),
     }
-    return summary
 
 
 def run_mode(engine, mode, prompts, sampling):

@@ -8,18 +8,18 @@ Use it before spending device time on a changed rule (``engine_run.NEAR_TIE``, `
 
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import test_acceptance as acceptance
 
-CASES = {
-    "lossless, one GPU": lambda serve, drafts: acceptance.test_greedy_outputs_are_lossless(serve, drafts),
-    "tp2": lambda serve, drafts: acceptance.test_multi_gpu(serve, drafts, "tp2", 2, acceptance.TP2, None),
-    "dp-attention2": lambda serve, drafts: acceptance.test_multi_gpu(
-        serve, drafts, "dp-attention2", 2, acceptance.DP2, None
-    ),
-}
+CASES = {"lossless, one GPU": acceptance.test_greedy_outputs_are_lossless}
+CASES.update(
+    (name, partial(acceptance.test_multi_gpu, name=name, needs=needs, kwargs=kwargs, refused=refused))
+    for name, needs, kwargs, refused in acceptance.MULTI_GPU
+    if refused is None  # a refused launch leaves no outputs to judge
+)
 
 
 def replay(folder: Path) -> dict[str, str]:

@@ -230,16 +230,16 @@ TP2 = {"tp_size": 2, "enforce_disable_flashinfer_allreduce_fusion": True}
 DP2 = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}
 
 
-@pytest.mark.parametrize(
-    ("name", "needs", "kwargs", "refused"),
-    [
-        ("tp2", 2, TP2, None),
-        # decode graphs up to every prompt: an eager draft decode under DP attention is checked
-        # against stock SGLang separately (test_dp_attention_eager_behaves_as_in_stock_sglang)
-        ("dp-attention2", 2, {**DP2, "cuda_graph_max_bs_decode": NUM_PROMPTS}, None),
-        ("pp2", 1, {"pp_size": 2}, "--pp-size 2 with"),  # refused in the launcher: no GPU used
-    ],
-)
+MULTI_GPU = [  # (name, GPUs needed, engine arguments, the refusal expected or None)
+    ("tp2", 2, TP2, None),
+    # decode graphs up to every prompt: an eager draft decode under DP attention is checked
+    # against stock SGLang separately (test_dp_attention_eager_behaves_as_in_stock_sglang)
+    ("dp-attention2", 2, {**DP2, "cuda_graph_max_bs_decode": NUM_PROMPTS}, None),
+    ("pp2", 1, {"pp_size": 2}, "--pp-size 2 with"),  # refused in the launcher: no GPU used
+]
+
+
+@pytest.mark.parametrize(("name", "needs", "kwargs", "refused"), MULTI_GPU)
 def test_multi_gpu(serve, drafts, name, needs, kwargs, refused):
     """Issue #6: accept length within 5% of one GPU's, lossless as on one GPU; PP refused clearly."""
     if torch.cuda.device_count() < needs:

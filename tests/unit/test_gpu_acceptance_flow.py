@@ -13,7 +13,6 @@ import engine_run
 import test_acceptance as acceptance
 
 PROMPTS = 48
-SPEC_ONLY = {"top_logprobs"}  # engine_run job options, not engine arguments
 
 
 def fake_result(modes, top_logprobs, kwargs, outputs):
@@ -54,11 +53,7 @@ def test_every_engine_the_acceptance_tests_start_takes_only_sglang_arguments(rec
     acceptance.test_greedy_outputs_are_lossless(serve, drafts)
     acceptance.test_request_cap_behaves_as_in_stock_sglang(serve, drafts)
     acceptance.test_dp_attention_eager_behaves_as_in_stock_sglang(serve, drafts)
-    for params in (
-        ("tp2", 2, acceptance.TP2, None),
-        ("dp-attention2", 2, {**acceptance.DP2, "cuda_graph_max_bs_decode": PROMPTS}, None),
-        ("pp2", 1, {"pp_size": 2}, "--pp-size 2 with"),
-    ):
+    for params in acceptance.MULTI_GPU:
         acceptance.test_multi_gpu(serve, drafts, *params)
     fields = set(inspect.signature(ServerArgs).parameters)  # what sgl.Engine(**kwargs) accepts
     for name, kwargs in calls.items():

@@ -12,8 +12,8 @@ from replay_lossless import replay
 PROMPTS = 40
 
 
-def record(folder, name, outputs, margins=None, accept=3.0):
-    result = {"ok": True, "outputs": outputs, "accept_length": [accept] * PROMPTS}
+def record(folder, name, outputs, margins=None):
+    result = {"ok": True, "outputs": outputs, "accept_length": [3.0] * PROMPTS}
     result["modes"] = {"all": {"outputs": outputs}, "one-by-one": {"outputs": outputs}}
     if margins is not None:
         result.update(margins=margins, margins_outputs=outputs)
