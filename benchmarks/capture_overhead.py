@@ -22,11 +22,15 @@ each holding an SGLang ModelRunner built and timed by SGLang's own one-batch ben
 (``sglang/benchmark/one_batch.py``: prefill and decode under CUDA graphs), driven in turn so that
 only one uses the GPU at a time (``_capture_worker.py``); targets: the GPU-sized tiny target and a
 DeepSeek-V3-width configuration written here (hidden 7168, 4 layers, MLA 512+64, 16 routed
-experts, bf16, ``--load-format dummy``). Goal: plugin / stock within 1%.
+experts, bf16, ``--load-format dummy``). Goal: plugin / stock within 1%. Processes of one capture
+differ by about 5% on the tiny target (its step is bound by launches and Python; one process in
+three was 20-40% slower on the H200): ``--replicas N`` starts N processes per capture, pools their
+rounds and shows each process's median, the noise floor of the ratios (docs/benchmarks.md).
 
     TORCHDYNAMO_DISABLE=1 python benchmarks/capture_overhead.py --target TARGET --threads 1
     python benchmarks/capture_overhead.py --quick --target TARGET           # test suite
     python benchmarks/capture_overhead.py --device cuda --logs LOGDIR         # H200 (gpu_all.py)
+    python benchmarks/capture_overhead.py --device cuda --tiny-only --replicas 3   # process spread
     python benchmarks/capture_overhead.py --from-json results/capture_overhead.json   # render only
 """
 
@@ -50,6 +54,7 @@ WORKER = Path(__file__).with_name("_capture_worker.py")
 WIDE = dict(  # DeepSeek-V3's widths are DeepseekV3Config's defaults; a few layers and experts here
     num_hidden_layers=4, first_k_dense_replace=1, n_routed_experts=16, num_experts_per_tok=8, n_group=1,
     topk_group=1, topk_method="noaux_tc", scoring_func="sigmoid", architectures=["DeepseekV3ForCausalLM"],
+    moe_layer_freq=1,  # read by SGLang (deepseek_v2.py _is_layer_sparse), absent from DeepseekV3Config
 )  # fmt: skip
 
 
@@ -73,6 +78,11 @@ def arguments():
         "--startup-timeout", type=int, default=160, help="GPU: seconds for every worker to be ready"
     )
     p.add_argument(
+        "--replicas", type=int, default=1, help="GPU: worker processes per capture (>1 measures the spread "
+        "between processes of one capture, the noise floor of the ratios)",
+    )  # fmt: skip
+    p.add_argument("--tiny-only", action="store_true", help="GPU: measure the tiny target only")
+    p.add_argument(
         "--from-json", type=Path, help="render the table and plot of an earlier result, measure nothing"
     )
     args = p.parse_args()
@@ -85,6 +95,8 @@ def arguments():
     args.batch = args.batch or (16 if gpu else 4)
     args.seq = args.seq or (128 if gpu else 64)
     args.repeat = args.repeat or (3 if args.quick else (10 if gpu else 20))
+    if args.replicas < 1:
+        p.error("--replicas must be at least 1")
     return args
 
 
@@ -105,13 +117,15 @@ def copied_bytes(captures: int, tokens: int, hidden: int, dtype_bytes: int) -> i
     return captures * tokens * hidden * dtype_bytes
 
 
-def summarise(target: dict, samples: dict, batch: int, seq: int) -> dict:
+def summarise(target: dict, samples: dict, batch: int, seq: int, per_process: dict | None = None) -> dict:
     """One target's entry: ``target`` (name, path, ids, hidden, layers, dtype, dtype_bytes, ...) plus,
-    per capture, median times and bytes copied, and the plugin/stock and plugin/none ratios."""
+    per capture, median times and bytes copied (and, with ``per_process``, each worker process's
+    median), and the plugin/stock and plugin/none ratios."""
     configs = {}
     for config in CONFIGS:
         n = len(capture_indices(config, target["ids"]))
         configs[config] = {
+            **({"per_process_ms": per_process[config]} if per_process else {}),
             "capture_indices": capture_indices(config, target["ids"]),
             "prefill_ms": c.stats([1000 * s for s in samples[config]["prefill"]]),
             "decode_ms": c.stats([1000 * s for s in samples[config]["decode"]]),
@@ -129,6 +143,20 @@ def summarise(target: dict, samples: dict, batch: int, seq: int) -> dict:
 def by_phase(runs: dict) -> dict:
     """{capture: [{"prefill": s, "decode": s}, ...]} -> {capture: {"prefill": [s...], "decode": [s...]}}"""
     return {k: {p: [r[p] for r in v] for p in PHASES} for k, v in runs.items()}
+
+
+def pool_processes(runs: dict) -> tuple[dict, dict]:
+    """Runs keyed ``"<capture>/<process>"`` -> (every process's samples pooled per capture, in s;
+    each process's median per capture and phase, in ms)."""
+    phases, pooled, per_process = by_phase(runs), {}, {}
+    for key, samples in phases.items():
+        config = key.split("/")[0]
+        pooled.setdefault(config, {p: [] for p in PHASES})
+        per_process.setdefault(config, {p: [] for p in PHASES})
+        for p in PHASES:
+            pooled[config][p] += samples[p]
+            per_process[config][p].append(1000 * c.stats(samples[p])["median"])
+    return pooled, per_process
 
 
 # ---------------------------------------------------------------- CPU: SGLang's forward on the CPU
@@ -227,11 +255,13 @@ def gpu_targets(args) -> list[dict]:
         from sglang_eagle3_embed.tiny_target import GPU_TARGET, build_target
 
         target = build_target(GPU_TARGET, device="cuda")
-    wide = write_wide_config(args.logs / "wide-target")
-    return [
-        {"name": "tiny GPU target", "path": target, "ids": args.ids, "load_format": "auto"},
-        {"name": "DeepSeek-V3 width, 4 layers", "path": wide, "ids": (-1, 1, 2), "load_format": "dummy"},
-    ]
+    targets = [{"name": "tiny GPU target", "path": target, "ids": args.ids, "load_format": "auto"}]
+    if not args.tiny_only:
+        wide = write_wide_config(args.logs / "wide-target")
+        targets.append(
+            {"name": "DeepSeek-V3 width, 4 layers", "path": wide, "ids": (-1, 1, 2), "load_format": "dummy"}
+        )
+    return targets
 
 
 def free_port() -> int:
@@ -337,12 +367,15 @@ def check_ready(worker: Worker) -> None:
 
 
 def start_workers(targets: list[dict], args) -> dict:
-    """Every (target, capture) worker, started together; returns them once all are ready and checked."""
+    """Every (target, capture, process) worker, started together; returns them once all are ready
+    and checked."""
     workers, started = {}, time.time()
     for t, target in enumerate(targets):
         for config in CONFIGS:
-            log = args.logs / f"capture-{t}-{config}.log"
-            workers[t, config] = Worker(f"{target['name']} / {config}", worker_job(target, config, args), log)
+            for r in range(args.replicas):
+                log = args.logs / f"capture-{t}-{config}{f'-{r}' if r else ''}.log"
+                name = f"{target['name']} / {config}{f' #{r}' if r else ''}"
+                workers[t, config, r] = Worker(name, worker_job(target, config, args), log)
     for worker in workers.values():
         worker.ready = worker.receive(timeout=max(1.0, started + args.startup_timeout - time.time()))
         check_ready(worker)
@@ -359,18 +392,21 @@ def measure_gpu(args) -> dict:
         startup_s = time.time() - started
         out = []
         for t, target in enumerate(targets):
-            runs = c.interleaved({k: workers[t, k].run for k in CONFIGS}, args.repeat, warmup=2)
-            ready = {k: workers[t, k].ready for k in CONFIGS}
+            calls = {f"{k}/{r}": workers[t, k, r].run for r in range(args.replicas) for k in CONFIGS}
+            pooled, per_process = pool_processes(c.interleaved(calls, args.repeat, warmup=2))
+            ready = {k: workers[t, k, 0].ready for k in CONFIGS}
             about = {
                 **target, "hidden": ready["plugin"]["hidden"], "layers": ready["plugin"]["layers"],
                 "dtype": "bfloat16", "dtype_bytes": 2, "execution": "CUDA graphs", "workers": ready,
             }  # fmt: skip
-            out.append(summarise(about, by_phase(runs), args.batch, args.seq))
+            out.append(
+                summarise(about, pooled, args.batch, args.seq, per_process if args.replicas > 1 else None)
+            )
     finally:
         for worker in workers.values():
             worker.stop()
     return {"device": "cuda", "repetitions": args.repeat, "decode_steps": args.decode_steps,
-            "startup_s": startup_s, "targets": out}  # fmt: skip
+            "processes_per_capture": args.replicas, "startup_s": startup_s, "targets": out}  # fmt: skip
 
 
 # ---------------------------------------------------------------- table and plot
@@ -383,7 +419,15 @@ def table(result: dict) -> str:
         for config in CONFIGS:
             r = t["configs"][config]
             copied = f"{r['bytes_prefill'] / 2**20:.2f} MiB / {r['bytes_decode'] / 2**10:.1f} KiB"
-            times = (f"{r['prefill_ms']['median']:.3f}", f"{r['decode_ms']['median']:.3f}")
+            times = tuple(
+                f"{r[f'{p}_ms']['median']:.3f}"
+                + (
+                    f" ({', '.join(f'{m:.3f}' for m in r['per_process_ms'][p])})"
+                    if "per_process_ms" in r
+                    else ""
+                )
+                for p in PHASES
+            )
             rows.append((t["name"], config, r["capture_indices"], *times, copied))
         for base, extra in (("stock", "0 (same number of copies)"), ("none", "")):
             ratio = t["plugin_over"][base]
@@ -410,7 +454,16 @@ def table(result: dict) -> str:
         f"{t['batch']} x {t['seq']} tokens, decode batch {t['batch']}"
         for t in result["targets"]
     )
-    return f"{c.markdown_table(header, rows)}\n\n{shapes}; medians of {result['repetitions']} interleaved rounds."
+    processes = result.get("processes_per_capture", 1)
+    pooled = (
+        f" ({processes} worker processes per capture: pooled, then each process's own)"
+        if processes > 1
+        else ""
+    )
+    return (
+        f"{c.markdown_table(header, rows)}\n\n{shapes}; medians of {result['repetitions']} interleaved rounds"
+        f"{pooled}."
+    )
 
 
 def plot(result: dict, results_dir: Path):

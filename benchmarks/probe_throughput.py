@@ -2,8 +2,8 @@
 
 Times ``run_probe`` (sglang_eagle3_embed/probe.py: greedy target continuation, captures, the draft's
 chain under every candidate wiring) over the same prompts for each backend, the backends
-interleaved over ``--repeat`` rounds after one untimed warm-up round (the engine backend starts its
-engines there). Loading a backend is timed apart. Reports prompts/s and generated target tokens/s
+interleaved over ``--repeat`` rounds after a warm-up probe of 2 prompts (the engine backend starts
+its engines there). Loading and the warm-up are timed apart. Reports prompts/s and generated target tokens/s
 (``new_tokens + num_steps`` per prompt, what the probe generates). The progress bar is the probe's own.
 
     python benchmarks/probe_throughput.py                        # CPU pair, hf and sglang-cpu
@@ -90,8 +90,9 @@ def measure(args) -> dict:
         )
         return time.perf_counter() - start
 
-    for name in args.backends:  # warm-up: lazy imports, kernels, the engine backend's engine starts
-        probe(name, tokens[:2], progress=False)
+    warmup_s = {}  # lazy imports, kernels, and the engine backend's engines, which start here
+    for name in args.backends:
+        warmup_s[name] = probe(name, tokens[:2], progress=False)
     progress = False if args.no_progress else None
     seconds = c.interleaved(
         {name: (lambda n=name: probe(n, tokens, progress)) for name in args.backends}, args.repeat, warmup=0
@@ -104,6 +105,7 @@ def measure(args) -> dict:
         s = c.stats(samples)
         out[name] = {
             "load_s": load_s[name],
+            "warmup_s": warmup_s[name],
             "seconds": s,
             "prompts_per_s": args.num_prompts / s["median"],
             "tokens_per_s": generated / s["median"],
@@ -127,6 +129,7 @@ def table(result: dict) -> str:
         (
             name,
             f"{b['load_s']:.1f}",
+            f"{b['warmup_s']:.1f}" if "warmup_s" in b else "-",
             f"{b['seconds']['median']:.2f}",
             f"{b['prompts_per_s']:.1f}",
             f"{b['tokens_per_s']:.0f}",
@@ -134,7 +137,10 @@ def table(result: dict) -> str:
         )
         for name, b in result["backends"].items()
     ]
-    header = ("backend", "load s", "probe s (median)", "prompts/s", "target tokens/s", "wirings scored")
+    header = (
+        "backend", "load s", "warm-up s (2 prompts)", "probe s (median)", "prompts/s", "target tokens/s",
+        "wirings scored",
+    )  # fmt: skip
     return c.markdown_table(header, rows)
 
 

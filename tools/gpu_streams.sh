@@ -33,8 +33,12 @@ for s in "$@"; do
     i=$((i + 1))
 done
 wait
-# engines of a stopped stream run in their own sessions: kill them, and whatever still holds a GPU
-pkill -9 -f "[t]ests/gpu/engine_run.py" 2>/dev/null
+# engines of a stopped stream run in their own sessions (tests/gpu/conftest.py): kill each session
+# whole, SGLang's renamed workers with it (sglang::detokenizer holds no GPU, but a DP-attention
+# engine's TCP port), then whatever still holds a GPU
+for sid in $(pgrep -f "[t]ests/gpu/engine_run.py"); do
+    pkill -9 -s "$sid" 2>/dev/null
+done
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-compute-apps=pid --format=csv,noheader | xargs -r kill -9 2>/dev/null
 fi

@@ -11,12 +11,19 @@ per second. With ``"top_logprobs": 2`` in the job, one more (untimed) pass over 
 each position's margin (top-1 minus top-2 logprob), which tells a near-tie from a real difference.
 The result file is rewritten after every mode, so a run that hangs shows where.
 
-``margins``, ``divergences`` and ``unexplained`` are pure (unit-tested on the CPU,
+Each engine gets its own free ``port`` (unless the job sets one): under DP attention SGLang derives
+its TCP ports from it (``srt/server_args.py:817-845``), and the default 30000 collides with any
+other DP-attention engine on the host, or with what one stopped by a time limit left behind.
+
+``margins``, ``divergences``, ``unexplained`` and ``failure`` are pure (unit-tested on the CPU,
 ``tests/unit/test_engine_run.py``).
 """
 
 import asyncio
 import json
+import random
+import re
+import socket
 import sys
 import time
 import traceback
@@ -85,6 +92,48 @@ def unexplained(outputs, expected, gaps, others=()) -> list[tuple[int, int, floa
     ]
 
 
+# SGLang under DP attention talks over TCP on ports derived from ``port``: port + 233 and the seven
+# after it (``ZMQ_TCP_PORT_DELTA``, ``srt/server_args.py:728,817-845``)
+DERIVED_PORTS = range(233, 233 + 8)
+# launch failures that say nothing about the model or the plugin: the host, not the code under test
+LAUNCH_ENVIRONMENT = re.compile(
+    r"\w*port at \d+ is not available|Port is already in use|Address already in use"
+)
+EXCEPTION_LINE = re.compile(r"^(?:\[[^\]]*\]:?\s*)*((?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b.*)$")
+
+
+def free_port(rng=random) -> int:
+    """A port that is free, with every port SGLang derives from it under DP attention."""
+    for _ in range(200):
+        port = rng.randrange(20000, 60000 - DERIVED_PORTS[-1])
+        if all(_bindable(p) for p in (port, *(port + d for d in DERIVED_PORTS))):
+            return port
+    raise RuntimeError("no free port range found for the engine")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def failure(result: dict) -> str:
+    """What stopped a failed engine: the last exception line of its log (its ``error`` if the log
+    has none), numbers masked, so that two engines failing alike compare equal."""
+    lines = [m.group(1) for m in map(EXCEPTION_LINE.match, result.get("log", "").splitlines()) if m]
+    return re.sub(r"\d+", "N", (lines[-1] if lines else result.get("error", "")).strip())
+
+
+def launch_environment(result: dict) -> str | None:
+    """The error line if the engine could not start because of the host (a port in use), else None."""
+    text = f"{result.get('error', '')}\n{result.get('log', '')}"
+    found = LAUNCH_ENVIRONMENT.search(text)
+    return None if found is None else text[found.start() :].splitlines()[0][:300]
+
+
 def summarize(outputs, seconds):
     tokens = sum(len(o["output_ids"]) for o in outputs)
     return {
@@ -130,7 +179,7 @@ def main(result_path: str, job: dict) -> None:
 
         result["gpu"] = torch.cuda.get_device_name(0)
         result["sglang"] = sgl.__version__
-        engine = sgl.Engine(**{**COMMON, **job["engine"]})
+        engine = sgl.Engine(**{**COMMON, "port": free_port(), **job["engine"]})
         result["startup_s"] = round(time.time() - started, 1)
         # warm-up with the real shapes: the first pass on a fresh machine pays triton JIT compilation
         engine.generate(input_ids=prompts, sampling_params=sampling)

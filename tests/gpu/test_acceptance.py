@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from engine_run import divergences, unexplained
+from engine_run import divergences, failure, launch_environment, unexplained
 
 from sglang_eagle3_embed.pair import write_config_variant
 
@@ -209,9 +209,16 @@ def same_as_stock(serve, name, drafts, **kwargs):
     plugin = serve(f"plugin-{name}", model_impl=OURS, speculative_draft_model_path=drafts["nested"], **kwargs)
     stock = serve(f"stock-hand-written-{name}", speculative_draft_model_path=drafts["hand-written"], **kwargs)
     print(f"{name}: plugin {plugin.get('error', 'finished')}; stock {stock.get('error', 'finished')}")
+    for who, result in (("plugin", plugin), ("stock", stock)):
+        if not result["ok"] and (cause := launch_environment(result)):
+            pytest.fail(
+                f"{name}: the {who} engine could not start on this host ({cause}); nothing was compared"
+            )
     assert plugin["ok"] == stock["ok"], (plugin.get("error"), stock.get("error"))
     if plugin["ok"]:
         assert plugin["outputs"] == stock["outputs"]
+    else:  # failing alike: the same exception, not just any failure
+        assert failure(plugin) == failure(stock), (plugin["error"], stock["error"])
     return plugin, stock
 
 

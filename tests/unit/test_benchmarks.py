@@ -55,7 +55,12 @@ def test_probe_throughput_quick(tiny_pair, tmp_path):
     r = result(tmp_path, "probe_throughput")
     assert set(r["backends"]) == {"hf", "sglang-cpu"} and r["num_prompts"] == 8
     for b in r["backends"].values():
-        assert b["prompts_per_s"] > 0 and b["tokens_per_s"] > b["prompts_per_s"] and b["load_s"] > 0
+        assert (
+            b["prompts_per_s"] > 0
+            and b["tokens_per_s"] > b["prompts_per_s"]
+            and b["load_s"] > 0
+            and b["warmup_s"] > 0
+        )
         assert b["wirings"] >= 5  # plugin, stock, neighbours, the seed's failure
     assert "| sglang-cpu |" in out.stdout
 
@@ -123,6 +128,36 @@ def test_capture_overhead_renders_a_gpu_result(tmp_path):
     assert "| DeepSeek-V3 width, 4 layers | plugin | [0, 2, 3] |" in out and "84.00 MiB" in out
 
 
+def test_capture_overhead_pools_worker_processes(tmp_path):
+    """With several worker processes per capture, their rounds are pooled for the ratios and each
+    process's own median is kept and shown: the spread between processes is the noise floor."""
+    import capture_overhead as co
+
+    runs = {
+        "none/0": [{"prefill": 0.001, "decode": 0.004}] * 3,
+        "plugin/0": [{"prefill": 0.002, "decode": 0.003}] * 3,
+        "none/1": [{"prefill": 0.003, "decode": 0.002}] * 2,
+    }
+    pooled, per_process = co.pool_processes(runs)
+    assert pooled["none"] == {"prefill": [0.001] * 3 + [0.003] * 2, "decode": [0.004] * 3 + [0.002] * 2}
+    assert per_process == {
+        "none": {"prefill": [1.0, 3.0], "decode": [4.0, 2.0]},
+        "plugin": {"prefill": [2.0], "decode": [3.0]},
+    }
+    result = gpu_capture_result()
+    result["processes_per_capture"] = 2
+    for config in co.CONFIGS:
+        result["targets"][0]["configs"][config]["per_process_ms"] = {
+            "prefill": [2.0, 2.25],
+            "decode": [0.5, 0.75],
+        }
+    (tmp_path / "gpu.json").write_text(json.dumps(result))
+    out = bench("capture_overhead.py", "--from-json", tmp_path / "gpu.json", "--results", tmp_path).stdout
+    assert "| tiny GPU target | none | [] | 2.000 (2.000, 2.250) | 0.500 (0.500, 0.750) |" in out
+    assert "| DeepSeek-V3 width, 4 layers | none | [] | 2.000 | 0.500 |" in out
+    assert "2 worker processes per capture" in out
+
+
 def speedup_result() -> dict:
     def engine(name, kind, steps, rates, accept):
         by_batch = {
@@ -183,8 +218,8 @@ def test_gpu_measurements_say_they_need_a_gpu(command, tmp_path):
 
 def test_gpu_all_plan():
     out = bench("gpu_all.py", "--dry-run").stdout
-    assert "capture_overhead (at most 190 s):" in out and "--device cuda" in out
-    assert "speedup (at most 320 s):" in out and "--draft DRAFT" in out
+    assert "capture_overhead (at most 260 s):" in out and "--device cuda" in out
+    assert "speedup (at most 420 s):" in out and "--draft DRAFT" in out
     only = bench("gpu_all.py", "--dry-run", "--only", "speedup").stdout
     assert "capture_overhead" not in only and "speedup" in only
 
@@ -245,11 +280,30 @@ def test_gpu_capture_workers_resolve_in_sglang(tmp_path):
             None if config == "none" else "eagle3"
         )
         assert resolution_result(server_args, "return_aux_hidden_state_layer_ids") == layer_ids
-    wide = json.loads((co.write_wide_config(tmp_path / "wide") / "config.json").read_text())
-    assert (wide["hidden_size"], wide["num_hidden_layers"], wide["kv_lora_rank"], wide["qk_rope_head_dim"]) == (
-        7168, 4, 512, 64,
-    )  # fmt: skip
-    assert wide["architectures"] == ["DeepseekV3ForCausalLM"] and wide["n_routed_experts"] == 16
+
+
+def test_wide_config_builds_in_sglang(tmp_path):
+    """The realistic-width config builds SGLang's DeepseekV3ForCausalLM (on the meta device: no
+    memory, a few seconds), as the GPU worker does with --load-format dummy. An attribute SGLang
+    reads but DeepseekV3Config lacks (moe_layer_freq) stopped the first H200 run at this point."""
+    import copy
+
+    import capture_overhead as co
+    import torch
+    from sglang.srt.models.deepseek_v2 import DeepseekV3ForCausalLM
+    from transformers import AutoConfig
+
+    from sglang_eagle3_embed import sglang_cpu
+
+    sglang_cpu.init()
+    config = AutoConfig.from_pretrained(co.write_wide_config(tmp_path / "wide"))
+    assert config.architectures == ["DeepseekV3ForCausalLM"] and config.torch_dtype == torch.bfloat16
+    with torch.device("meta"):
+        model = DeepseekV3ForCausalLM(copy.deepcopy(config), quant_config=None)
+    layers = model.model.layers
+    assert len(layers) == 4 and model.config.hidden_size == 7168
+    assert [layer.is_layer_sparse for layer in layers] == [False, True, True, True]
+    assert layers[1].mlp.experts.num_experts == 16
 
 
 FAKE_WORKER = """

@@ -1,7 +1,9 @@
 """The GPU tests' pure helpers (``tests/gpu/engine_run.py``): margins from SGLang's top logprobs and
-the first point where an output leaves its reference, and which of those only a bug explains. The GPU
-lossless tests rely on all three."""
+the first point where an output leaves its reference, and which of those only a bug explains (the
+GPU lossless tests rely on these); what stopped a failed engine; and a free port for each engine."""
 
+import random
+import socket
 import sys
 from pathlib import Path
 
@@ -10,7 +12,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
-from engine_run import NEAR_TIE, divergences, margins, unexplained
+from engine_run import (
+    DERIVED_PORTS,
+    NEAR_TIE,
+    divergences,
+    failure,
+    free_port,
+    launch_environment,
+    margins,
+    unexplained,
+)
 
 
 def test_margins_are_top1_minus_top2_whatever_the_entry_order():
@@ -79,3 +90,47 @@ def test_a_difference_is_explained_by_a_near_tie_or_by_plain_decoding_itself(cas
 def test_a_difference_past_the_margins_is_never_a_near_tie():
     assert unexplained([[1, 2, 3]], [[1, 2]], [[0.0, 0.0]]) == [(0, 2, None)]
     assert unexplained([[1, 2, 3]], [[1, 2]], [[0.0, 0.0]], [[[1, 2, 3]]]) == []
+
+
+SCHEDULER_CRASH = """[2026-11-29 19:30:01 DP1 TP1] Scheduler hit an exception: Traceback (most recent call last):
+  File "/x/decode_attention.py", line 1221, in decode_attention_fwd
+    assert q.shape[0] <= kv_indptr.shape[0] - 1
+AssertionError
+[2026-11-29 19:30:01] Received sigquit from a child process. It usually means the child failed.
+"""
+
+
+def test_failure_is_the_last_exception_line_with_numbers_masked():
+    plugin = {"error": "plugin-x: no result after 300 s (modes finished: [])", "log": SCHEDULER_CRASH}
+    stock = {"error": "stock-x: no result after 300 s", "log": SCHEDULER_CRASH.replace("DP1 TP1", "DP0 TP0")}
+    assert failure(plugin) == failure(stock) == "AssertionError"
+    oom = {
+        "error": "",
+        "log": "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    }
+    assert failure(oom) == "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate N.N GiB"
+    assert failure({"error": "ValueError: bad 12", "log": "no exception here"}) == "ValueError: bad N"
+
+
+def test_a_port_in_use_is_a_launch_environment_failure():
+    error = "ValueError: detokenizer_port at 30235 is not available in 30 seconds. detokenizer_port is used"
+    assert launch_environment({"error": error, "log": ""}).startswith(
+        "detokenizer_port at 30235 is not available"
+    )
+    assert launch_environment({"error": "", "log": "OSError: [Errno 98] Address already in use"})
+    assert launch_environment({"error": "", "log": SCHEDULER_CRASH}) is None
+
+
+def test_free_port_leaves_the_dp_attention_ports_free_too():
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    blocked = taken.getsockname()[1]
+    try:
+        # the first candidate (blocked - 233) has a derived port in use: it must be passed over
+        candidates = iter([blocked - DERIVED_PORTS[0], blocked + 1000])
+        fake = random.Random()
+        fake.randrange = lambda *a: next(candidates)
+        port = free_port(fake)
+    finally:
+        taken.close()
+    assert port == blocked + 1000

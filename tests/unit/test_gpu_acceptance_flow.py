@@ -101,3 +101,36 @@ def test_lossless_needs_enough_identical_prompts(monkeypatch):
     monkeypatch.setattr(acceptance, "MIN_IDENTICAL", 40)
     with pytest.raises(AssertionError, match=r"\[5\]"):
         acceptance.assert_lossless(*lossless_inputs(0.01))
+
+
+CRASH = {"ok": False, "error": "x: no result after 300 s", "log": "Traceback ...\nAssertionError\n"}
+
+
+@pytest.mark.parametrize(
+    ("plugin", "stock", "verdict"),
+    [
+        (CRASH, CRASH, None),  # failing alike
+        (CRASH, {**CRASH, "log": "torch.OutOfMemoryError: CUDA out of memory"}, "AssertionError"),
+        (
+            {**CRASH, "error": "ValueError: detokenizer_port at 30235 is not available"},
+            CRASH,
+            "could not start",
+        ),
+    ],
+    ids=["same-failure", "different-failures", "port-in-use"],
+)
+def test_failing_alike_means_the_same_failure_on_a_host_that_could_start_both(plugin, stock, verdict):
+    results = {"plugin-x": plugin, "stock-hand-written-x": stock}
+
+    def serve(name, **kwargs):
+        return dict(results[name])
+
+    drafts = {"nested": "NESTED", "hand-written": "HAND"}
+    if verdict is None:
+        acceptance.same_as_stock(serve, "x", drafts)
+    elif verdict == "AssertionError":
+        with pytest.raises(AssertionError):
+            acceptance.same_as_stock(serve, "x", drafts)
+    else:
+        with pytest.raises(pytest.fail.Exception, match=verdict):
+            acceptance.same_as_stock(serve, "x", drafts)
