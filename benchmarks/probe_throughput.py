@@ -3,8 +3,9 @@
 Times ``run_probe`` (sglang_eagle3_embed/probe.py: greedy target continuation, captures, the draft's
 chain under every candidate wiring) over the same prompts for each backend, the backends
 interleaved over ``--repeat`` rounds after a warm-up probe of 2 prompts (the engine backend starts
-its engines there). Loading and the warm-up are timed apart. Reports prompts/s and generated target tokens/s
-(``new_tokens + num_steps`` per prompt, what the probe generates). The progress bar is the probe's own.
+its engines there). Loading and the warm-up are timed apart. Reports prompts/s and generated target
+tokens/s (``new_tokens + num_steps`` per prompt, what the probe generates). The progress bar is the
+probe's own.
 
     python benchmarks/probe_throughput.py                        # CPU pair, hf and sglang-cpu
     python benchmarks/probe_throughput.py --quick --no-progress  # test suite

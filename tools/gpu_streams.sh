@@ -8,7 +8,7 @@
 #                                 '1|python -m pytest -m gpu tests/gpu/test_engine_smoke.py'
 # Stream i runs with CUDA_VISIBLE_DEVICES=GPUS and EAGLE3_EMBED_GPU_LOGS=$STREAM_LOGS/s<i> (default
 # STREAM_LOGS=/tmp/logs), its output in s<i>/out.txt; a stream still running at LIMIT_S seconds is
-# stopped, and every engine process it started (tests/gpu/engine_run.py) is killed with it, so the
+# stopped, and every engine it started (tests/gpu/engine_run.py, with its whole session) is killed, so the
 # GPUs are free for the next command. Prints each stream's exit status and its test summary lines.
 set -u
 if [ $# -lt 2 ]; then
