@@ -11,6 +11,8 @@ import pytest
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
+from engine_run import missing_result  # noqa: E402
+
 # an engine that crashes would spend 65 s on crash diagnostics (py-spy and CUDA core dumps, then a
 # 60 s wait: srt/managers/tokenizer_manager.py:3395-3397,3481-3501) before exiting; the tests read
 # the log instead. Set either variable to 1 to get them back.
@@ -49,15 +51,16 @@ def run_engine(tmp_path_factory):
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 env={**CRASH_DIAGNOSTICS_OFF, **os.environ},
             )  # fmt: skip
+            killed_at = None
             try:
                 returncode = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-                returncode = proc.wait()
+                returncode, killed_at = proc.wait(), timeout
         result = json.loads(result_path.read_text()) if result_path.exists() else {}
         if "ok" not in result:
             done = list(result.get("modes", {}))
-            result.update(ok=False, error=f"{name}: no result after {timeout} s (modes finished: {done})")
+            result.update(ok=False, error=missing_result(name, returncode, killed_at, done))
         result["returncode"] = returncode
         result["log"] = (logs / f"{name}.log").read_text()
         return result

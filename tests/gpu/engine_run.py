@@ -15,7 +15,7 @@ Each engine gets its own free ``port`` (unless the job sets one): under DP atten
 its TCP ports from it (``srt/server_args.py:817-845``), and the default 30000 collides with any
 other DP-attention engine on the host, or with what one stopped by a time limit left behind.
 
-``margins``, ``divergences``, ``unexplained`` and ``failure`` are pure (unit-tested on the CPU,
+``margins``, ``divergences``, ``unexplained``, ``failure`` and ``missing_result`` are pure (unit-tested on the CPU,
 ``tests/unit/test_engine_run.py``).
 """
 
@@ -99,6 +99,7 @@ DERIVED_PORTS = range(233, 233 + 8)
 LAUNCH_ENVIRONMENT = re.compile(
     r"\w*port at \d+ is not available|Port is already in use|Address already in use"
 )
+FRAME_LINE = re.compile(r'^\s*File "(?:[^"]*/)?([^"/]+)", line \d+, in (\S+)')
 EXCEPTION_LINE = re.compile(r"^(?:\[[^\]]*\]:?\s*)*((?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b.*)$")
 
 
@@ -122,9 +123,27 @@ def _bindable(port: int) -> bool:
 
 def failure(result: dict) -> str:
     """What stopped a failed engine: the last exception line of its log (its ``error`` if the log
-    has none), numbers masked, so that two engines failing alike compare equal."""
-    lines = [m.group(1) for m in map(EXCEPTION_LINE.match, result.get("log", "").splitlines()) if m]
-    return re.sub(r"\d+", "N", (lines[-1] if lines else result.get("error", "")).strip())
+    has none), prefixed with the file and function that raised it when the traceback names them,
+    numbers in the message masked: two engines failing alike compare equal, and two raising the
+    same exception type in different places do not."""
+    where, found = "", []
+    for line in result.get("log", "").splitlines():
+        if frame := FRAME_LINE.match(line):
+            where = f"{frame.group(1)} in {frame.group(2)}: "
+        elif match := EXCEPTION_LINE.match(line):
+            found.append((where, match.group(1)))
+            where = ""
+    where, message = found[-1] if found else ("", result.get("error", ""))
+    return where + re.sub(r"\d+", "N", message.strip())
+
+
+def missing_result(name: str, returncode: int, timeout: int | None, modes_done: list) -> str:
+    """The ``error`` of an engine process that wrote no final result: killed at the time limit
+    (``timeout`` given), or ended on its own, as when SGLang's ``kill_process_tree`` takes the
+    whole process down after a worker failed (its log then holds the worker's traceback)."""
+    if timeout is not None:
+        return f"{name}: killed after {timeout} s without a result (modes finished: {modes_done})"
+    return f"{name}: the engine process ended with code {returncode} without a result (modes finished: {modes_done})"
 
 
 def launch_environment(result: dict) -> str | None:

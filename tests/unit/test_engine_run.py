@@ -20,6 +20,7 @@ from engine_run import (
     free_port,
     launch_environment,
     margins,
+    missing_result,
     unexplained,
 )
 
@@ -103,13 +104,40 @@ AssertionError
 def test_failure_is_the_last_exception_line_with_numbers_masked():
     plugin = {"error": "plugin-x: no result after 300 s (modes finished: [])", "log": SCHEDULER_CRASH}
     stock = {"error": "stock-x: no result after 300 s", "log": SCHEDULER_CRASH.replace("DP1 TP1", "DP0 TP0")}
-    assert failure(plugin) == failure(stock) == "AssertionError"
+    assert failure(plugin) == failure(stock) == "decode_attention.py in decode_attention_fwd: AssertionError"
     oom = {
         "error": "",
         "log": "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
     }
     assert failure(oom) == "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate N.N GiB"
     assert failure({"error": "ValueError: bad 12", "log": "no exception here"}) == "ValueError: bad N"
+
+
+def test_the_same_exception_raised_elsewhere_is_another_failure():
+    elsewhere = SCHEDULER_CRASH.replace("decode_attention.py", "eagle_worker_v2.py").replace(
+        "decode_attention_fwd", "forward_draft_extend"
+    )
+    assert failure({"log": elsewhere}) == "eagle_worker_v2.py in forward_draft_extend: AssertionError"
+    assert failure({"log": elsewhere}) != failure({"log": SCHEDULER_CRASH})
+    # a chained traceback: the place is the one nearest the last exception line
+    chained = (
+        SCHEDULER_CRASH
+        + "\nDuring handling of the above exception, another exception occurred:\n"
+        + (
+            '  File "/x/scheduler.py", line 9, in event_loop\n    raise RuntimeError("scheduler died 3 times")\n'
+            "RuntimeError: scheduler died 3 times\n"
+        )
+    )
+    assert failure({"log": chained}) == "scheduler.py in event_loop: RuntimeError: scheduler died N times"
+
+
+def test_a_missing_result_says_whether_the_engine_was_killed_or_ended_by_itself():
+    assert missing_result("plugin-x", -9, 300, ["all"]) == (
+        "plugin-x: killed after 300 s without a result (modes finished: ['all'])"
+    )
+    ended = missing_result("stock-x", -9, None, [])
+    assert ended == "stock-x: the engine process ended with code -9 without a result (modes finished: [])"
+    assert "300" not in ended
 
 
 def test_a_port_in_use_is_a_launch_environment_failure():
