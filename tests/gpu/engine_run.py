@@ -15,8 +15,8 @@ Each engine gets its own free ``port`` (unless the job sets one): under DP atten
 its TCP ports from it (``srt/server_args.py:817-845``), and the default 30000 collides with any
 other DP-attention engine on the host, or with what one stopped by a time limit left behind.
 
-``margins``, ``divergences``, ``unexplained``, ``failure`` and ``missing_result`` are pure (unit-tested on the CPU,
-``tests/unit/test_engine_run.py``).
+``margins``, ``divergences``, ``unexplained``, ``failure`` and ``missing_result`` are pure
+(unit-tested on the CPU, ``tests/unit/test_engine_run.py``).
 """
 
 import asyncio
