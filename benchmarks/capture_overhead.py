@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import queue
-import socket
 import subprocess
 import sys
 import threading
@@ -264,20 +263,16 @@ def gpu_targets(args) -> list[dict]:
     return targets
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def worker_job(target: dict, config: str, args) -> dict:
     """The worker's ServerArgs and shapes: the GPU tests' engine settings (triton attention, pytorch
     sampling, radix cache off), bf16, CUDA graphs up to the measured shapes. Six workers share the
     GPU, so the KV pool is capped in tokens, and ``mem_fraction_static`` is high: SGLang sizes the
     pool from the free memory less (1 - fraction) x the free memory it saw at its start
     (``srt/mem_cache/kv_cache_configurator.py:3007-3038``), which the other workers' weights shrink."""
-    common = c.load_tests_gpu("engine_run").COMMON
-    server = {k: common[k] for k in ("attention_backend", "sampling_backend", "disable_radix_cache")}
+    engine_run = c.load_tests_gpu("engine_run")
+    server = {
+        k: engine_run.COMMON[k] for k in ("attention_backend", "sampling_backend", "disable_radix_cache")
+    }
     tokens = args.batch * (args.seq + args.decode_steps + 1)
     server.update(
         model_path=str(target["path"]),
@@ -288,7 +283,7 @@ def worker_job(target: dict, config: str, args) -> dict:
         max_total_tokens=4 * tokens,
         cuda_graph_max_bs_decode=args.batch,
         cuda_graph_max_bs_prefill=args.batch * args.seq,
-        nccl_port=free_port(),
+        nccl_port=engine_run.free_port(),
         log_level="info",
         random_seed=0,
     )
@@ -412,6 +407,13 @@ def measure_gpu(args) -> dict:
 # ---------------------------------------------------------------- table and plot
 
 
+def time_cell(capture: dict, phase: str) -> str:
+    """One capture's median time for ``phase`` in ms, then each worker process's own when measured."""
+    cell = f"{capture[f'{phase}_ms']['median']:.3f}"
+    own = capture.get("per_process_ms", {}).get(phase)
+    return cell + (f" ({', '.join(f'{m:.3f}' for m in own)})" if own else "")
+
+
 def table(result: dict) -> str:
     """Per target: each capture's median prefill and decode time and bytes copied, then the ratios."""
     rows = []
@@ -419,15 +421,7 @@ def table(result: dict) -> str:
         for config in CONFIGS:
             r = t["configs"][config]
             copied = f"{r['bytes_prefill'] / 2**20:.2f} MiB / {r['bytes_decode'] / 2**10:.1f} KiB"
-            times = tuple(
-                f"{r[f'{p}_ms']['median']:.3f}"
-                + (
-                    f" ({', '.join(f'{m:.3f}' for m in r['per_process_ms'][p])})"
-                    if "per_process_ms" in r
-                    else ""
-                )
-                for p in PHASES
-            )
+            times = (time_cell(r, p) for p in PHASES)
             rows.append((t["name"], config, r["capture_indices"], *times, copied))
         for base, extra in (("stock", "0 (same number of copies)"), ("none", "")):
             ratio = t["plugin_over"][base]

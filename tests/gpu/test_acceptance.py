@@ -208,12 +208,11 @@ def same_as_stock(serve, name, drafts, **kwargs):
     so both must finish (or fail) alike, with the same tokens. Returns both results."""
     plugin = serve(f"plugin-{name}", model_impl=OURS, speculative_draft_model_path=drafts["nested"], **kwargs)
     stock = serve(f"stock-hand-written-{name}", speculative_draft_model_path=drafts["hand-written"], **kwargs)
-    for who, result in (("plugin", plugin), ("stock", stock)):
-        print(
-            f"{name}: {who} "
-            + ("finished" if result["ok"] else f"{result['error']}; raised {failure(result)}")
-        )
-    for who, result in (("plugin", plugin), ("stock", stock)):
+    engines = (("plugin", plugin), ("stock", stock))
+    for who, result in engines:
+        outcome = "finished" if result["ok"] else f"{result['error']}; raised {failure(result)}"
+        print(f"{name}: {who} {outcome}")
+    for who, result in engines:
         if not result["ok"] and (cause := launch_environment(result)):
             pytest.fail(
                 f"{name}: the {who} engine could not start on this host ({cause}); nothing was compared"
