@@ -2,7 +2,7 @@
 
 Started by ``capture_overhead.py --device cuda``, several at once on one GPU:
 
-    python _capture_worker.py JOB_JSON     # {"server": {ServerArgs...}, "batch", "seq", "decode_steps"}
+    python -m benchmarks._capture_worker JOB_JSON     # {"server": {ServerArgs...}, "batch", "seq", "decode_steps"}
 
 ``sglang.benchmark.one_batch`` (0.5.23's ``bench_one_batch``) resolves the arguments and builds a
 ModelRunner in this process, no scheduler (its ``main``, ``load_model``: memory pool, attention

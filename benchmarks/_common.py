@@ -1,7 +1,7 @@
 """What the benchmark scripts share: arguments, the results folder, interleaved repetitions,
 medians, the run's environment, JSON and Markdown output, and plots (matplotlib, Agg backend).
 
-Each script answers one question of issue #7, prints a short Markdown table and writes
+Each script answers one question, prints a short Markdown table and writes
 ``<name>.json`` and ``<name>.png`` into ``--results`` (default: the git-ignored ``results/``).
 """
 
@@ -37,17 +37,6 @@ def apply_threads(args) -> None:
         import torch
 
         torch.set_num_threads(args.threads)
-
-
-def load_tests_gpu(module: str):
-    """A module of ``tests/gpu`` (``engine_run``: the GPU tests' engine settings), imported by path
-    so that the benchmarks and the GPU tests share one copy."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(module, ROOT / "tests" / "gpu" / f"{module}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def interleaved(runs: Mapping[str, Callable[[], object]], repeat: int, warmup: int = 1) -> dict[str, list]:
@@ -101,7 +90,7 @@ def pair_folders(target: Path | None, draft: Path | None, *, gpu: bool, device: 
     """The folders given, else the tiny pair (GPU-sized when ``gpu``), found in or built into the cache."""
     if target and draft:
         return target, draft
-    from sglang_eagle3_embed.pair import GPU_PAIR, PairSpec, build_pair
+    from sglang_eagle3_embed.doctor.pair import GPU_PAIR, PairSpec, build_pair
 
     pair = build_pair(GPU_PAIR if gpu else PairSpec(), device=device)
     return pair.target, pair.draft
@@ -112,7 +101,7 @@ def language_prompts(target: Path, num_prompts: int, prompt_len: int, seed: int)
     target's own language (uniform tokens for another target), from ``seed``."""
     from types import SimpleNamespace
 
-    from sglang_eagle3_embed.probe import load_prompts
+    from sglang_eagle3_embed.doctor.probe import load_prompts
 
     cli = dict(prompts=None, seed=seed, target=target, num_prompts=num_prompts, prompt_len=prompt_len)
     return load_prompts(SimpleNamespace(**cli))

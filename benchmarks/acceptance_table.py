@@ -1,6 +1,6 @@
-"""Turn the GPU acceptance logs into the results table of docs/benchmarks.md (issue #5).
+"""Turn the GPU acceptance logs into the results table of docs/benchmarks.md.
 
-    python benchmarks/acceptance_table.py LOGDIR [LOGDIR ...]
+    python -m benchmarks.acceptance_table LOGDIR [LOGDIR ...]
 
 Reads the engine results (``<name>.json`` written by ``tests/gpu/engine_run.py``; a later folder wins)
 and the offline prediction (``offline.json`` written by ``tests/gpu/test_acceptance.py``) and prints
@@ -14,7 +14,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
-import _common as c
+from benchmarks import _common as c
 
 TRAINED, DEFAULTS = "0,5,11", "2,8,13"
 ROWS = [  # (engine result, label, offline steps, offline wiring)

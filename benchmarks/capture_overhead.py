@@ -1,4 +1,4 @@
-"""Capture overhead (issue #7 question 1): the target's forward time with the plugin's capture of
+"""Capture overhead: the target's forward time with the plugin's capture of
 ``[-1, a, b]`` against stock SGLang capturing three layer outputs, and against no capture.
 
 Three captures of one target, measured in one run, interleaved (none, stock, plugin, then the next
@@ -15,23 +15,23 @@ Stock and plugin both copy three ``[tokens, hidden]`` tensors into SGLang's pack
 (``AuxHiddenStatePacker``, ``srt/layers/aux_hidden_states.py:63-70``): the bytes copied per forward
 (captures x tokens x hidden x dtype bytes) are reported; plugin minus stock is zero by construction.
 
-CPU (default): SGLang's real DeepSeek forward through ``sglang_eagle3_embed.sglang_cpu`` (torch_native
+CPU (default): SGLang's real DeepSeek forward through ``sglang_eagle3_embed.doctor.sglang_cpu`` (torch_native
 attention, float32, eager), on the tiny CPU target: prefill of batch x seq tokens, then one decode
 step of the batch. GPU (``--device cuda``): one process per capture and target, started together,
 each holding an SGLang ModelRunner built and timed by SGLang's own one-batch benchmark
 (``sglang/benchmark/one_batch.py``: prefill and decode under CUDA graphs), driven in turn so that
-only one uses the GPU at a time (``_capture_worker.py``); targets: the GPU-sized tiny target and a
+only one uses the GPU at a time (``benchmarks/_capture_worker.py``); targets: the GPU-sized tiny target and a
 DeepSeek-V3-width configuration written here (hidden 7168, 4 layers, MLA 512+64, 16 routed
 experts, bf16, ``--load-format dummy``). Goal: plugin / stock within 1%. Processes of one capture
-differ by about 5% on the tiny target (its step is bound by launches and Python; one process in
-three was 20-40% slower on the H200): ``--replicas N`` starts N processes per capture, pools their
-rounds and shows each process's median, the noise floor of the ratios (docs/benchmarks.md).
+differ by several percent on the tiny target (its step is bound by launches and Python):
+``--replicas N`` starts N processes per capture, pools their rounds and shows each process's median,
+the noise floor of the ratios (docs/benchmarks.md).
 
-    TORCHDYNAMO_DISABLE=1 python benchmarks/capture_overhead.py --target TARGET --threads 1
-    python benchmarks/capture_overhead.py --quick --target TARGET           # test suite
-    python benchmarks/capture_overhead.py --device cuda --logs LOGDIR         # H200 (gpu_all.py)
-    python benchmarks/capture_overhead.py --device cuda --tiny-only --replicas 3   # process spread
-    python benchmarks/capture_overhead.py --from-json results/capture_overhead.json   # render only
+    TORCHDYNAMO_DISABLE=1 python -m benchmarks.capture_overhead --target TARGET --threads 1
+    python -m benchmarks.capture_overhead --quick --target TARGET           # test suite
+    python -m benchmarks.capture_overhead --device cuda --logs LOGDIR         # H200 (gpu_all.py)
+    python -m benchmarks.capture_overhead --device cuda --tiny-only --replicas 3   # process spread
+    python -m benchmarks.capture_overhead --from-json results/capture_overhead.json   # render only
 """
 
 from __future__ import annotations
@@ -44,12 +44,14 @@ import threading
 import time
 from pathlib import Path
 
-import _common as c
+from benchmarks import _common as c
+from tests.gpu import engine_run
 
 NAME = "capture_overhead"
 CONFIGS = ("none", "stock", "plugin")
 PHASES = ("prefill", "decode")
-WORKER = Path(__file__).with_name("_capture_worker.py")
+WORKER = [sys.executable, "-m", "benchmarks._capture_worker"]
+"""The worker's command, without its job (run from the repository root)."""
 WIDE = dict(  # DeepSeek-V3's widths are DeepseekV3Config's defaults; a few layers and experts here
     num_hidden_layers=4, first_k_dense_replace=1, n_routed_experts=16, num_experts_per_tok=8, n_group=1,
     topk_group=1, topk_method="noaux_tc", scoring_func="sigmoid", architectures=["DeepseekV3ForCausalLM"],
@@ -165,8 +167,10 @@ def cpu_models(target: Path, ids) -> tuple[dict, object]:
     """The three captures on SGLang's DeepSeek classes (stock twice, the plugin's once)."""
     from sglang.srt.models import deepseek_v2 as stock
 
-    from sglang_eagle3_embed import capture, models, sglang_cpu
-    from sglang_eagle3_embed.ids import IDS_FIELD
+    from sglang_eagle3_embed.core.ids import IDS_FIELD
+    from sglang_eagle3_embed.doctor import sglang_cpu
+    from sglang_eagle3_embed.patch import deepseek_capture as capture
+    from sglang_eagle3_embed.patch import deepseek_models as models
 
     arch = json.loads((target / "config.json").read_text())["architectures"][0]
     built = {}
@@ -186,7 +190,7 @@ def cpu_forward(model, hf_config, prompts) -> dict:
     """One prefill of ``prompts [B, T]`` and one decode step of the batch, each timed alone."""
     import torch
 
-    from sglang_eagle3_embed.sglang_cpu import CpuRuntime
+    from sglang_eagle3_embed.doctor.sglang_cpu import CpuRuntime
 
     batch, length = prompts.shape
     runtime = CpuRuntime.for_batch(hf_config, batch, length + 1)
@@ -208,8 +212,8 @@ def measure_cpu(args) -> dict:
 
     target = args.target
     if target is None:
-        from sglang_eagle3_embed.pair import PairSpec
-        from sglang_eagle3_embed.tiny_target import build_target
+        from sglang_eagle3_embed.doctor.pair import PairSpec
+        from sglang_eagle3_embed.doctor.tiny_target import build_target
 
         target = build_target(PairSpec().target)
     models, hf_config = cpu_models(target, args.ids)
@@ -251,7 +255,7 @@ def gpu_targets(args) -> list[dict]:
     """The GPU-sized tiny target (its trained weights) and the wide config (dummy weights)."""
     target = args.target
     if target is None:
-        from sglang_eagle3_embed.tiny_target import GPU_TARGET, build_target
+        from sglang_eagle3_embed.doctor.tiny_target import GPU_TARGET, build_target
 
         target = build_target(GPU_TARGET, device="cuda")
     targets = [{"name": "tiny GPU target", "path": target, "ids": args.ids, "load_format": "auto"}]
@@ -269,7 +273,6 @@ def worker_job(target: dict, config: str, args) -> dict:
     GPU, so the KV pool is capped in tokens, and ``mem_fraction_static`` is high: SGLang sizes the
     pool from the free memory less (1 - fraction) x the free memory it saw at its start
     (``srt/mem_cache/kv_cache_configurator.py:3007-3038``), which the other workers' weights shrink."""
-    engine_run = c.load_tests_gpu("engine_run")
     server = {
         k: engine_run.COMMON[k] for k in ("attention_backend", "sampling_backend", "disable_radix_cache")
     }
@@ -316,7 +319,8 @@ class Worker:
         self.name, self.job, self.messages, self.ready = name, job, queue.Queue(), None
         self.log = open(log, "w")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER), json.dumps(job)],
+            [*WORKER, json.dumps(job)],
+            cwd=c.ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

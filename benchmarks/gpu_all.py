@@ -1,7 +1,7 @@
-"""Issue #7, GPU part, in one command on one H200: capture overhead, then speculation speedup.
+"""The GPU benchmarks in one command on one H200: capture overhead, then speculation speedup.
 
-    python3 benchmarks/gpu_all.py --results $OUT    # 7-9 minutes with the pair cached
-    python3 benchmarks/gpu_all.py --dry-run          # the plan; needs no GPU
+    python -m benchmarks.gpu_all --results $OUT    # 7-9 minutes with the pair cached
+    python -m benchmarks.gpu_all --dry-run          # the plan; needs no GPU
 
 Steps, each a subprocess with a time limit (killed with everything it started when over it):
 
@@ -29,9 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import _common as c
+from benchmarks import _common as c
 
-HERE = Path(__file__).resolve().parent
 STEPS = ("capture", "speedup")
 
 
@@ -54,10 +53,10 @@ def plan(args, target="TARGET", draft="DRAFT") -> list[tuple[str, list[str], int
     common = ["--results", str(args.results), "--logs", str(args.logs or "LOGS")]
     steps = []
     if "capture" in args.only:
-        command = [*py, str(HERE / "capture_overhead.py"), "--device", "cuda", "--target", target, *common]
+        command = [*py, "-m", "benchmarks.capture_overhead", "--device", "cuda", "--target", target, *common]
         steps.append(("capture_overhead", command, args.capture_timeout))
     if "speedup" in args.only:
-        command = [*py, str(HERE / "speedup.py"), "--target", target, "--draft", draft, *common]
+        command = [*py, "-m", "benchmarks.speedup", "--target", target, "--draft", draft, *common]
         steps.append(("speedup", command, args.speedup_timeout))
     return steps
 
@@ -66,7 +65,9 @@ def run(name: str, command: list[str], timeout: int, logs: Path) -> dict:
     """Run ``command`` with its output in ``<logs>/<name>.log``; kill its process group past ``timeout``."""
     started = time.time()
     with open(logs / f"{name}.log", "w") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=c.ROOT
+        )
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -81,7 +82,7 @@ def run(name: str, command: list[str], timeout: int, logs: Path) -> dict:
 
 def preflight() -> None:
     c.require_cuda("gpu_all.py", "or see --dry-run for its plan")
-    from sglang_eagle3_embed.validation import plugin_status
+    from sglang_eagle3_embed.cli.check import plugin_status
 
     active, reason = plugin_status()
     if not active:
@@ -99,18 +100,19 @@ def gpu_pair(args) -> tuple[str, str]:
 
 def render(args) -> None:
     """Tables and plots from whatever JSON the steps wrote."""
-    for script, name in (("capture_overhead.py", "capture_overhead"), ("speedup.py", "speedup")):
+    for name in ("capture_overhead", "speedup"):
         result = args.results / f"{name}.json"
         if result.exists():
             command = [
                 sys.executable,
-                str(HERE / script),
+                "-m",
+                f"benchmarks.{name}",
                 "--from-json",
                 str(result),
                 "--results",
                 str(args.results),
             ]
-            table = subprocess.run(command, capture_output=True, text=True, check=False)
+            table = subprocess.run(command, capture_output=True, text=True, check=False, cwd=c.ROOT)
             print(f"\n## {name}\n\n{table.stdout}{table.stderr[-2000:]}", flush=True)
             (args.logs / f"{name}.md").write_text(table.stdout)
 

@@ -8,15 +8,16 @@ what "nearly tied" has to mean for the GPU pair: the margin (top-1 minus top-2 l
 greedy position of the float32 HF target, and the float32 margin at each position where the same
 target in bf16 picks another token. Same prompts as the GPU tests: the pair's language, seed 2026.
 
-    python benchmarks/near_ties.py                # GPU pair on the CPU (built if missing: ~4 min)
-    python benchmarks/near_ties.py --quick --target DIR   # test suite
+    python -m benchmarks.near_ties                # GPU pair on the CPU (built if missing: ~4 min)
+    python -m benchmarks.near_ties --quick --target DIR   # test suite
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import _common as c
+from benchmarks import _common as c
+from tests.gpu import engine_run
 
 NAME = "near_ties"
 THRESHOLDS = (0.05, 0.25, 0.5, 1.0)
@@ -104,7 +105,7 @@ def plot(r: dict, results: Path) -> None:
     ax.hist(margins, bins=bins, color="#888", label="greedy positions (float32 target)")
     for f in r["bf16_flips"]:
         ax.axvline(max(f["margin"], 1e-3), color="#c33", lw=1)
-    near_tie = c.load_tests_gpu("engine_run").NEAR_TIE
+    near_tie = engine_run.NEAR_TIE
     ax.axvline(near_tie, color="#36c", ls="--", label=f"NEAR_TIE = {near_tie} in the GPU tests")
     ax.plot([], [], color="#c33", label="where bf16 picks another token")
     ax.set_xscale("log")

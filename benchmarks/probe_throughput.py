@@ -1,4 +1,4 @@
-"""Offline probe throughput (CPU and GPU, issue #7 question 4): prompts/s of `probe` per backend.
+"""Offline probe throughput (CPU and GPU): prompts/s of `probe` per backend.
 
 Times ``run_probe`` (sglang_eagle3_embed/probe.py: greedy target continuation, captures, the draft's
 chain under every candidate wiring) over the same prompts for each backend, the backends
@@ -7,9 +7,9 @@ its engines there). Loading and the warm-up are timed apart. Reports prompts/s a
 tokens/s (``new_tokens + num_steps`` per prompt, what the probe generates). The progress bar is the
 probe's own.
 
-    python benchmarks/probe_throughput.py                        # CPU pair, hf and sglang-cpu
-    python benchmarks/probe_throughput.py --quick --no-progress  # test suite
-    python benchmarks/probe_throughput.py --size gpu --device cuda --backends hf engine   # GPU
+    python -m benchmarks.probe_throughput                        # CPU pair, hf and sglang-cpu
+    python -m benchmarks.probe_throughput --quick --no-progress  # test suite
+    python -m benchmarks.probe_throughput --size gpu --device cuda --backends hf engine   # GPU
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import json
 import time
 from pathlib import Path
 
-import _common as c
+from benchmarks import _common as c
+from tests.gpu import engine_run
 
 NAME = "probe_throughput"
 
@@ -57,12 +58,12 @@ def pair_folders(args) -> tuple[Path, Path]:
 def engine_args() -> dict:
     """The GPU tests' engine settings (tests/gpu/engine_run.py COMMON: triton attention, pytorch
     sampling, no radix cache), without the token-ids-only flag the engine backend sets itself."""
-    return {k: v for k, v in c.load_tests_gpu("engine_run").COMMON.items() if k != "skip_tokenizer_init"}
+    return {k: v for k, v in engine_run.COMMON.items() if k != "skip_tokenizer_init"}
 
 
 def measure(args) -> dict:
-    from sglang_eagle3_embed.probe import load_draft, make_backend, run_probe
-    from sglang_eagle3_embed.wirings import candidate_wirings
+    from sglang_eagle3_embed.doctor.probe import load_draft, make_backend, run_probe
+    from sglang_eagle3_embed.doctor.wirings import candidate_wirings
 
     target, draft_dir = pair_folders(args)
     tokens = c.language_prompts(target, args.num_prompts, args.prompt_len, seed=1234)  # probe's default

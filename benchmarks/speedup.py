@@ -1,4 +1,4 @@
-"""Speculation speedup (GPU, issue #7 question 2): output tokens/s and accept length of the plugin
+"""Speculation speedup (GPU): output tokens/s and accept length of the plugin
 with the embedding draft, against no speculation and stock SGLang with the same draft.
 
 The GPU-sized tiny pair (16-layer DeepSeek-V3 target, EAGLE-3 draft trained on ``[-1, 4, 10]``),
@@ -17,8 +17,8 @@ The engines start one after another in one worker process (one Python start for 
 kills that process when a scheduler dies at startup, and a new worker then serves the engines left.
 The result is rewritten every few seconds, so a run stopped from outside keeps what it measured.
 
-    python benchmarks/speedup.py --logs LOGDIR                      # H200 (or via gpu_all.py)
-    python benchmarks/speedup.py --quick --from-json results/speedup.json   # render only (tests)
+    python -m benchmarks.speedup --logs LOGDIR                      # H200 (or via gpu_all.py)
+    python -m benchmarks.speedup --quick --from-json results/speedup.json   # render only (tests)
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-import _common as c
+from benchmarks import _common as c
+from tests.gpu import engine_run
 
 NAME = "speedup"
 
@@ -70,7 +71,7 @@ def engines(steps: list[int]) -> list[dict]:
 
 
 def engine_kwargs(engine: dict, target: Path, drafts: dict, max_batch: int) -> dict:
-    common = c.load_tests_gpu("engine_run").COMMON
+    common = engine_run.COMMON
     kwargs = {
         **common,
         "model_path": str(target),
@@ -96,7 +97,7 @@ def serve(kwargs: dict, job: dict) -> dict:
     """Start one engine, time it over the job's batch sizes, shut it down."""
     import sglang
 
-    run_mode = c.load_tests_gpu("engine_run").run_mode
+    run_mode = engine_run.run_mode
     prompts, batch_sizes = job["prompts"], job["batch_sizes"]
     sampling = {"temperature": 0, "max_new_tokens": job["new_tokens"], "ignore_eos": True}
     started = time.time()
@@ -126,7 +127,7 @@ def serve(kwargs: dict, job: dict) -> dict:
 
 def job(args) -> dict:
     """Everything the engine worker needs: the engines' kwargs, the prompts, the shapes."""
-    from sglang_eagle3_embed.pair import write_config_variant
+    from sglang_eagle3_embed.doctor.pair import write_config_variant
 
     target, draft = c.pair_folders(args.target, args.draft, gpu=True, device="cuda")
     top = write_config_variant(draft, args.logs / "draft-top-level", placement="top-level")
@@ -181,8 +182,15 @@ def measure(args) -> dict:
         job_file.write_text(json.dumps({**spec, "engines": pending}))
         log = args.logs / f"speedup-worker-{attempt}.log"
         with open(log, "w") as f:
-            command = [sys.executable, __file__, "--engine-worker", str(job_file), str(out_file)]
-            proc = subprocess.Popen(command, stdout=f, stderr=subprocess.STDOUT)
+            command = [
+                sys.executable,
+                "-m",
+                "benchmarks.speedup",
+                "--engine-worker",
+                str(job_file),
+                str(out_file),
+            ]
+            proc = subprocess.Popen(command, stdout=f, stderr=subprocess.STDOUT, cwd=c.ROOT)
             while proc.poll() is None:
                 time.sleep(5)
                 collect(result, out_file, args.results)

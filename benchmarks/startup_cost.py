@@ -1,4 +1,4 @@
-"""Startup cost of the plugin (CPU, issue #7 question 3; replaces validator_cost.py of issue #3).
+"""Startup cost of the plugin (CPU).
 
 Measured, on one clean EAGLE-3 deployment (the rule examples' base launch, --device cpu):
 
@@ -11,8 +11,8 @@ Measured, on one clean EAGLE-3 deployment (the rule examples' base launch, --dev
   the import and ``register()`` in this process, where SGLang is already imported, as in a launch;
 - ``sglang-eagle3-embed check`` wall time (full runs only; SGLang's imports dominate it).
 
-    python benchmarks/startup_cost.py            # 30 repetitions
-    python benchmarks/startup_cost.py --quick    # 3 repetitions, no `check` subprocess (test suite)
+    python -m benchmarks.startup_cost            # 30 repetitions
+    python -m benchmarks.startup_cost --quick    # 3 repetitions, no `check` subprocess (test suite)
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-import _common as c
+from benchmarks import _common as c
 
 NAME = "startup_cost"
 GOAL_MS = 50.0
@@ -56,7 +56,7 @@ def wall_s(*args: str) -> float:
 
 def launches() -> tuple[list[str], list[str]]:
     """The clean deployment with and without ``--model-impl sglang_eagle3_embed``."""
-    from sglang_eagle3_embed.rule_examples import Scenario, materialize
+    from tests.support.rule_examples import Scenario, materialize
 
     plugin = [*materialize(Scenario(), tempfile.mkdtemp()), "--device", "cpu"]
     at = plugin.index("--model-impl")
@@ -77,8 +77,8 @@ def measure(repeat: int, with_check: bool) -> dict:
     import_ms = (time.perf_counter() - start) * 1000
     register_ms = timed_ms(plugin.register)
     load_plugins()  # SGLang applies the registered hooks; the plugin is now active in this process
-    from sglang_eagle3_embed.rules import evaluate
-    from sglang_eagle3_embed.validation import snapshot
+    from sglang_eagle3_embed.core.rules import evaluate
+    from sglang_eagle3_embed.patch.speculative_validation import snapshot
 
     resolved = prepare_server_args(plugin_argv)
     resolved.resolve_once()

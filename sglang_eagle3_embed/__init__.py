@@ -2,6 +2,10 @@
 
 Selected per launch with ``--model-impl sglang_eagle3_embed``; with any other value the plugin
 changes nothing. Importing this package imports neither torch nor sglang.
+
+Layout (``CONTRIBUTING.md`` has the table): ``core`` is the pure core, ``patch`` the SGLang glue a
+server process loads through :mod:`sglang_eagle3_embed.plugin`, ``doctor`` the wiring doctor and
+``cli`` the command line; a server imports neither of the last two.
 """
 
 from __future__ import annotations
@@ -14,4 +18,12 @@ MODEL_IMPL = "sglang_eagle3_embed"
 SUPPORTED_SGLANG_VERSION = "0.5.23"
 """The only SGLang release whose internals the plugin hooks."""
 
-__all__ = ["MODEL_IMPL", "SUPPORTED_SGLANG_VERSION", "__version__"]
+FAMILY = (
+    "DeepseekV2ForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "DeepseekV32ForCausalLM",
+    "KimiK25ForConditionalGeneration",
+)
+"""Target architectures the plugin serves (``patch/deepseek_models.py`` maps each to its subclass)."""
+
+__all__ = ["FAMILY", "MODEL_IMPL", "SUPPORTED_SGLANG_VERSION", "__version__"]

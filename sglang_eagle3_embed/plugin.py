@@ -1,15 +1,19 @@
 """Entry point of the ``sglang.srt.plugins`` group: ``eagle3_embed = sglang_eagle3_embed.plugin:register``.
 
 SGLang calls :func:`register` in every process it starts (``srt/plugins/__init__.py:103-141``).
+What this module imports is what a server process imports: the pure core and the SGLang glue in
+:mod:`sglang_eagle3_embed.patch`, never the wiring doctor or the command line
+(``tests/unit/test_layout.py``).
 """
 
 from __future__ import annotations
 
 import logging
 
-from sglang_eagle3_embed import hooks
-from sglang_eagle3_embed.compat import check_sglang_version, installed_sglang_version
-from sglang_eagle3_embed.errors import PluginInactiveError
+from sglang_eagle3_embed import patch
+from sglang_eagle3_embed.activation import State
+from sglang_eagle3_embed.core.compat import check_sglang_version, installed_sglang_version
+from sglang_eagle3_embed.core.errors import PluginInactiveError
 
 __all__ = ["register"]
 
@@ -21,24 +25,25 @@ def register() -> None:
 
     Never raises (SGLang would only log it): a failure is recorded, and the hooks stop any launch
     that asks for ``--model-impl sglang_eagle3_embed`` with the reason. Other launches are untouched.
+    A hook whose registration failed is tried again by the next call.
     """
     try:
-        errors = hooks.install()
+        errors = patch.install()
     except Exception as exc:
         errors = [f"registering its SGLang hooks failed: {exc!r}"]
     if errors:
-        hooks.State.active = False
-        hooks.State.reason = "; ".join(errors)
-        logger.error("sglang_eagle3_embed inactive: %s", hooks.State.reason)
+        State.active = False
+        State.reason = "; ".join(errors)
+        logger.error("sglang_eagle3_embed inactive: %s", State.reason)
         return
     try:
         warning = check_sglang_version(installed_sglang_version())
     except PluginInactiveError as exc:
-        hooks.State.active = False
-        hooks.State.reason = str(exc)
+        State.active = False
+        State.reason = str(exc)
         logger.error("sglang_eagle3_embed inactive: %s", exc)
         return
     if warning:
         logger.error("sglang_eagle3_embed: %s", warning)
-    hooks.State.active = True
-    hooks.State.reason = ""
+    State.active = True
+    State.reason = ""

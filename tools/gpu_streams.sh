@@ -8,8 +8,8 @@
 #                                 '1|python -m pytest -m gpu tests/gpu/test_engine_smoke.py'
 # Stream i runs with CUDA_VISIBLE_DEVICES=GPUS and EAGLE3_EMBED_GPU_LOGS=$STREAM_LOGS/s<i> (default
 # STREAM_LOGS=/tmp/logs), its output in s<i>/out.txt; a stream still running at LIMIT_S seconds is
-# stopped, and every engine it started (tests/gpu/engine_run.py, with its whole session) is killed, so the
-# GPUs are free for the next command. Prints each stream's exit status and its test summary lines.
+# stopped, and every process it started is killed (engines and their workers included), so the GPUs
+# are free for the next command. Processes this script did not start are left alone.
 set -u
 if [ $# -lt 2 ]; then
     sed -n 2,12p "$0"
@@ -19,6 +19,9 @@ T0=$(date +%s)
 LIMIT=$1
 shift
 LOGS=${STREAM_LOGS:-/tmp/logs}
+# every process a stream starts inherits this tag in its environment, also an engine that starts its
+# own session (the GPU tests' engines do) and the workers SGLang spawns and renames
+TAG="gpu-streams-$$-$T0-$RANDOM"
 i=0
 for s in "$@"; do
     gpus=${s%%|*}
@@ -27,21 +30,20 @@ for s in "$@"; do
     mkdir -p "$d"
     (
         left=$((LIMIT - ($(date +%s) - T0)))
-        CUDA_VISIBLE_DEVICES=$gpus EAGLE3_EMBED_GPU_LOGS=$d timeout --kill-after=10 "$left" bash -c "$cmd" >"$d/out.txt" 2>&1
+        EAGLE3_EMBED_STREAM=$TAG CUDA_VISIBLE_DEVICES=$gpus EAGLE3_EMBED_GPU_LOGS=$d \
+            timeout --kill-after=10 "$left" bash -c "$cmd" >"$d/out.txt" 2>&1
         echo "stream $i [GPUs $gpus] exit $? after $(($(date +%s) - T0)) s: $cmd"
     ) &
     i=$((i + 1))
 done
 wait
-# engines of a stopped stream run in their own sessions (tests/gpu/conftest.py): kill each session
-# whole, SGLang's renamed workers with it (sglang::detokenizer holds no GPU, but a DP-attention
-# engine's TCP port), then whatever still holds a GPU
-for sid in $(pgrep -f "[t]ests/gpu/engine_run.py"); do
-    pkill -9 -s "$sid" 2>/dev/null
+# what the streams started and left running: the processes whose environment carries the tag
+for environ in /proc/[0-9]*/environ; do
+    if tr '\0' '\n' <"$environ" 2>/dev/null | grep -qx "EAGLE3_EMBED_STREAM=$TAG"; then
+        pid=${environ#/proc/}
+        kill -9 "${pid%/environ}" 2>/dev/null
+    fi
 done
-if command -v nvidia-smi >/dev/null; then
-    nvidia-smi --query-compute-apps=pid --format=csv,noheader | xargs -r kill -9 2>/dev/null
-fi
 for f in "$LOGS"/s*/out.txt; do
     echo "== $f"
     grep -E "PASSED|FAILED|ERROR|SKIPPED|[0-9]+ (passed|failed)|measured|accept length|differ|finished" "$f" | tail -30

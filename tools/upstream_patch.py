@@ -6,9 +6,9 @@ tree of symbolic links (fast: nothing is copied), replaces the files the patch t
 copies and applies the patch there with ``git apply``; ``PYTHONPATH=ROOT/python`` then imports
 the patched SGLang.
 
-    python tools/upstream_patch.py tree DIR   # a git repository at DIR: base commit + the patch
-    python tools/upstream_patch.py diff DIR   # after editing DIR: rewrite the patch from it
-    python tools/upstream_patch.py test       # apply to a temporary tree, run its tests
+    python -m tools.upstream_patch tree DIR   # a git repository at DIR: base commit + the patch
+    python -m tools.upstream_patch diff DIR   # after editing DIR: rewrite the patch from it
+    python -m tools.upstream_patch test       # apply to a temporary tree, run its tests
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def make_work_tree(root: Path) -> None:
     _git("add", *paths, cwd=root)
     _git("-c", "user.name=base", "-c", "user.email=base@invalid", "commit", "-qm", "sglang base", cwd=root)
     _git("apply", str(PATCH), cwd=root)
-    print(f"{root}: edit the files, then: python tools/upstream_patch.py diff {root}")
+    print(f"{root}: edit the files, then: python -m tools.upstream_patch diff {root}")
 
 
 def write_patch(root: Path) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-from engine_run import missing_result  # noqa: E402
+from tests.gpu.engine_run import missing_result
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # an engine that crashes would spend 65 s on crash diagnostics (py-spy and CUDA core dumps, then a
 # 60 s wait: srt/managers/tokenizer_manager.py:3395-3397,3481-3501) before exiting; the tests read
@@ -47,8 +47,8 @@ def run_engine(tmp_path_factory):
         result_path.unlink(missing_ok=True)
         with open(logs / f"{name}.log", "w") as log:
             proc = subprocess.Popen(
-                [sys.executable, str(HERE / "engine_run.py"), str(result_path), json.dumps({"engine": engine_kwargs, **(job or {})})],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                [sys.executable, "-m", "tests.gpu.engine_run", str(result_path), json.dumps({"engine": engine_kwargs, **(job or {})})],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT,
                 env={**CRASH_DIAGNOSTICS_OFF, **os.environ},
             )  # fmt: skip
             killed_at = None
@@ -74,7 +74,7 @@ def gpu_pair():
     first time into $SGLANG_EAGLE3_EMBED_CACHE, then cached (on the CPU: about 3 min)."""
     import torch
 
-    from sglang_eagle3_embed.pair import GPU_PAIR, build_pair
+    from sglang_eagle3_embed.doctor.pair import GPU_PAIR, build_pair
 
     torch.set_num_threads(min(8, os.cpu_count() or 1))
     return build_pair(GPU_PAIR, device=os.environ.get("EAGLE3_EMBED_PAIR_DEVICE", "cuda"))

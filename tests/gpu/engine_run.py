@@ -1,7 +1,7 @@
 """Start one SGLang Engine, generate greedily, write a JSON result.
 
 Run as a subprocess by the GPU tests (one engine per process; SGLang spawns its own workers):
-    python engine_run.py RESULT.json '{"engine": {...Engine kwargs}, "prompts": [[ids]], "modes": [...]}'
+    python -m tests.gpu.engine_run RESULT.json '{"engine": {...Engine kwargs}, "prompts": [[ids]], "modes": [...]}'
 (without "prompts": the fixed PROMPTS; without "modes": "all").
 
 Modes: "all" (one generate call with every prompt), "batches-of-N" (one call per N prompts),
@@ -16,7 +16,7 @@ its TCP ports from it (``srt/server_args.py:817-845``), and the default 30000 co
 other DP-attention engine on the host, or with what one stopped by a time limit left behind.
 
 ``margins``, ``divergences``, ``unexplained``, ``failure`` and ``missing_result`` are pure
-(unit-tested on the CPU, ``tests/unit/test_engine_run.py``).
+(unit-tested on the CPU, ``tests/unit/gpu/test_engine_run.py``).
 """
 
 import asyncio

@@ -1,7 +1,7 @@
 """Judge recorded GPU results again, without a GPU: the lossless and multi-GPU tests' own checks on
 the engine results a run left in ``$EAGLE3_EMBED_GPU_LOGS`` (``<name>.json``, one per engine).
 
-    python tests/gpu/replay_lossless.py /tmp/logs/s0     # prints each case: PASS or FAIL and why
+    python -m tests.gpu.replay_lossless /tmp/logs/s0     # prints each case: PASS or FAIL and why
 
 Use it before spending device time on a changed rule (``engine_run.NEAR_TIE``, ``unexplained``,
 ``test_acceptance.assert_lossless``): a case whose engines are missing from the folder is skipped."""
@@ -11,8 +11,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-import test_acceptance as acceptance
+from tests.gpu import test_acceptance as acceptance
 
 CASES = {"lossless, one GPU": acceptance.test_greedy_outputs_are_lossless}
 CASES.update(

@@ -3,12 +3,12 @@ SGLang process, selected by --model-impl, capturing the embedding under CUDA gra
 
 Random weights: greedy equality with no speculation is not asserted here (a random bf16 target
 has near-tied logits, so verify-vs-decode rounding flips tokens, with stock SGLang too); the
-lossless and accept-length tests use the trained pair (tests/gpu, issue #5)."""
+lossless and accept-length tests use the trained pair (test_acceptance.py)."""
 
 import pytest
-from tiny_models import build_target, write_draft
 
-from sglang_eagle3_embed.ids import IDS_FIELD
+from sglang_eagle3_embed.core.ids import IDS_FIELD
+from tests.gpu.tiny_models import build_target, write_draft
 
 pytestmark = pytest.mark.gpu
 OURS = "sglang_eagle3_embed"

@@ -1,6 +1,6 @@
 """Tiny DeepseekV3 target and EAGLE-3 draft configs for GPU engine tests (random weights).
 
-The trained, realistic pair comes with the wiring doctor (issue #4); these only exercise loading,
+The trained, realistic pair comes with the wiring doctor (doctor/pair.py); these only exercise loading,
 capture under CUDA graphs and losslessness."""
 
 import json

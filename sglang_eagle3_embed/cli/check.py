@@ -1,0 +1,105 @@
+"""``sglang-eagle3-embed check``: the startup rules on any launch command line, without a GPU.
+
+SGLang parses the arguments and resolves them on the CPU (configs only, no weights); the rules of
+``docs/validation.md`` run on the same snapshot the launch hook builds
+(:func:`sglang_eagle3_embed.patch.speculative_validation.snapshot`); the findings print as a table
+or as JSON. Imports sglang only when run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from importlib.metadata import entry_points
+
+from sglang_eagle3_embed.core.compat import check_sglang_version, installed_sglang_version
+from sglang_eagle3_embed.core.errors import PluginInactiveError, ValidationError
+from sglang_eagle3_embed.core.findings import Finding, Severity
+from sglang_eagle3_embed.core.rules import RULES, evaluate
+
+__all__ = ["plugin_status", "render_json", "render_table", "run_check", "verdicts"]
+
+ENTRY_POINT = "eagle3_embed"
+
+
+def plugin_status() -> tuple[bool, str]:
+    """Whether SGLang would activate the plugin in a new process, and why not."""
+    if ENTRY_POINT not in {ep.name for ep in entry_points(group="sglang.srt.plugins")}:
+        return False, "its sglang.srt.plugins entry point is not installed (pip install sglang-eagle3-embed)"
+    allowed = os.environ.get("SGLANG_PLUGINS", "")
+    if allowed and ENTRY_POINT not in {x.strip() for x in allowed.split(",")}:
+        return False, f"SGLANG_PLUGINS={allowed} does not list {ENTRY_POINT}, so SGLang skips it"
+    try:
+        check_sglang_version(installed_sglang_version())
+    except PluginInactiveError as exc:
+        return False, str(exc)
+    return True, ""
+
+
+def run_check(argv: list[str]) -> list[Finding]:
+    """Parse ``argv`` like ``sglang.launch_server``, resolve it without a GPU, run every rule."""
+    from sglang.srt.server_args import prepare_server_args
+
+    from sglang_eagle3_embed.patch.speculative_validation import snapshot
+
+    args = list(argv)
+    if not any(a == "--device" or a.startswith("--device=") for a in args):
+        args += ["--device", "cpu"]  # SGLang's resolution needs a device; cpu needs no accelerator
+    server_args = prepare_server_args(args)
+    active, reason = plugin_status()
+    findings = evaluate(
+        snapshot(server_args, resolved=False, plugin_active=active, plugin_reason=reason), "pre"
+    )
+    if any(f.severity is Severity.ERROR for f in findings):
+        return findings  # SGLang's own resolution would stop on the same problem, less clearly
+    try:
+        server_args.resolve_once()
+    except ValidationError as exc:  # the plugin's launch hook, when loaded in this process
+        return findings + exc.findings
+    except Exception as exc:  # SGLang's own refusal, reported as a finding
+        return [*findings, Finding("sglang-resolution", Severity.ERROR, f"{type(exc).__name__}: {exc}")]
+    return findings + evaluate(
+        snapshot(server_args, resolved=True, plugin_active=active, plugin_reason=reason), "post"
+    )
+
+
+def verdicts(findings: list[Finding]) -> dict[str, str]:
+    """Every rule's verdict: ``ok``, ``warning`` or ``error``."""
+    result = dict.fromkeys(RULES, "ok")
+    for f in findings:
+        if result.get(f.rule) != Severity.ERROR.value:
+            result[f.rule] = f.severity.value
+    return result
+
+
+def render_table(findings: list[Finding]) -> str:
+    width = max(len(r) for r in RULES)
+    lines = [f"{'rule':<{width}}  verdict  message", f"{'-' * width}  -------  -------"]
+    messages: dict[str, list[str]] = {}
+    for f in findings:
+        messages.setdefault(f.rule, []).append(f.message)
+    for rule_id, verdict in verdicts(findings).items():
+        texts = messages.get(rule_id) or [""]
+        for i, text in enumerate(texts):
+            wrapped = textwrap.wrap(text, 100) or [""]
+            head = f"{rule_id if i == 0 else '':<{width}}  {verdict if i == 0 else '':<7}  "
+            lines.append(head + wrapped[0])
+            lines.extend(" " * len(head) + w for w in wrapped[1:])
+    errors = sum(f.severity is Severity.ERROR for f in findings)
+    warnings = sum(f.severity is Severity.WARNING for f in findings)
+    lines.append(f"\n{errors} error(s), {warnings} warning(s)")
+    return "\n".join(lines)
+
+
+def render_json(findings: list[Finding]) -> str:
+    return json.dumps(
+        {
+            "ok": not any(f.severity is Severity.ERROR for f in findings),
+            "findings": [
+                {"rule": f.rule, "severity": f.severity.value, "message": f.message} for f in findings
+            ],
+            "rules": verdicts(findings),
+        },
+        indent=2,
+    )

@@ -1,0 +1,109 @@
+"""A launch as plain data: what the startup rules read. Pure module.
+
+:class:`Deployment` holds the watched ``ServerArgs`` fields as the user passed them and as SGLang
+resolved them, the target's and the draft's configs, and the plugin's activation state. The glue
+(``patch/speculative_validation.py``) builds it from SGLang's objects; the rules and the tests
+build it from dictionaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from sglang_eagle3_embed import FAMILY, MODEL_IMPL
+from sglang_eagle3_embed.core.draft_config import CapturePlan, resolve_capture_plan
+from sglang_eagle3_embed.core.errors import DraftConfigError
+
+__all__ = ["EAGLE_FAMILY", "WATCHED", "Deployment"]
+
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+
+WATCHED = (
+    "speculative_algorithm",
+    "speculative_draft_model_path",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "speculative_adaptive",
+    "max_running_requests",
+    "cuda_graph_max_bs_decode",
+    "page_size",
+    "pp_size",
+    "enable_two_batch_overlap",
+    "json_model_override_args",
+    "model_impl",
+    "enable_return_aux_hidden_states",
+)
+"""The ServerArgs fields the rules read."""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Everything the rules read, as plain data (built by ``patch.speculative_validation.snapshot``)."""
+
+    raw: Mapping[str, object]
+    """Every watched field as the user gave it (defaults included)."""
+    explicit: frozenset[str] = frozenset()
+    """Fields the user set to a non-default value."""
+    resolved: Mapping[str, object] = field(default_factory=dict)
+    """Fields after SGLang's resolution (empty in the ``pre`` stage)."""
+    target: Mapping | None = None
+    draft: Mapping | None = None
+    draft_error: str | None = None
+    draft_fc_in_features: int | None = None
+    plugin_active: bool = True
+    plugin_reason: str = ""
+
+    def value(self, name: str):
+        return self.resolved.get(name, self.raw.get(name))
+
+    @property
+    def capture_only(self) -> bool:
+        """``--enable-return-aux-hidden-states``: ``--speculative-algorithm`` only names the capture
+        convention and SGLang resets it to None (srt/arg_groups/validation_hook.py:697-752)."""
+        return bool(self.raw.get("enable_return_aux_hidden_states"))
+
+    @property
+    def algorithm(self) -> str:
+        """The speculative algorithm that will run ("" for none, and in capture-only mode)."""
+        if self.capture_only:
+            return ""
+        return str(self.raw.get("speculative_algorithm") or "").upper()
+
+    @property
+    def eagle3(self) -> bool:
+        return self.algorithm == "EAGLE3"
+
+    @property
+    def target_text(self) -> Mapping:
+        """The target's text config (Kimi-K2.5 nests its DeepSeek config in ``text_config``)."""
+        target = self.target or {}
+        text = target.get("text_config")
+        return text if isinstance(text, Mapping) else target
+
+    @property
+    def target_arch(self) -> str | None:
+        archs = (self.target or {}).get("architectures") or [None]
+        return archs[0] if isinstance(archs, list) else None
+
+    @property
+    def family(self) -> bool:
+        return self.target_arch in FAMILY
+
+    @property
+    def plugin_requested(self) -> bool:
+        return self.raw.get("model_impl") == MODEL_IMPL
+
+    @cached_property
+    def capture(self) -> CapturePlan | DraftConfigError | None:
+        """The draft's capture plan for this target, the reason there is none, or None when there
+        is no draft config or no target layer count (computed once per deployment)."""
+        layers = self.target_text.get("num_hidden_layers")
+        if self.draft is None or not isinstance(layers, int):
+            return None
+        try:
+            return resolve_capture_plan(self.draft, layers)
+        except DraftConfigError as err:
+            return err

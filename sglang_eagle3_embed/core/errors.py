@@ -1,0 +1,77 @@
+"""Exceptions raised by the plugin, with the refusal messages they carry. Pure module.
+
+A message names what was wrong, what SGLang would have done silently, and the fix. The startup
+rules (:mod:`sglang_eagle3_embed.core.rules`) report the same refusals before any GPU work; the
+model glue raises them at load time, for launches that bypass the launcher's validation.
+"""
+
+from __future__ import annotations
+
+from sglang_eagle3_embed import FAMILY, MODEL_IMPL
+
+__all__ = [
+    "DraftConfigError",
+    "Eagle3EmbedError",
+    "PluginInactiveError",
+    "UnsupportedModeError",
+    "ValidationError",
+]
+
+
+class Eagle3EmbedError(RuntimeError):
+    """Base class: every message names what was wrong and how to fix it."""
+
+
+class DraftConfigError(Eagle3EmbedError, ValueError):
+    """The draft's ``config.json`` does not say unambiguously which tensors it reads.
+
+    ``rule`` is the id of the validation rule (``docs/validation.md``) the problem belongs to."""
+
+    def __init__(self, message: str, rule: str = "draft-config-shape"):
+        super().__init__(message)
+        self.rule = rule
+
+
+class ValidationError(Eagle3EmbedError):
+    """The startup validator found errors; the message lists them with their fixes."""
+
+    def __init__(self, findings):
+        self.findings = list(findings)
+        lines = [f"[{f.rule}] {f.message}" for f in self.findings]
+        super().__init__(
+            "sglang_eagle3_embed refused this launch before any GPU work:\n  " + "\n  ".join(lines)
+        )
+
+
+class UnsupportedModeError(Eagle3EmbedError):
+    """A target, parallel or scheduling mode that cannot deliver the captures the draft needs."""
+
+    @classmethod
+    def not_deepseek(cls, arch: str | None) -> UnsupportedModeError:
+        return cls(
+            f"--model-impl {MODEL_IMPL} serves the DeepSeek family ({', '.join(FAMILY)}), but the "
+            f"target resolves to {arch}. SGLang's other EAGLE-3 models already map id -1 to the "
+            f"embedding output (they add 1 to every id). Fix: drop --model-impl {MODEL_IMPL}."
+        )
+
+    @classmethod
+    def pipeline_parallel(cls, pp_size: int, what: str) -> UnsupportedModeError:
+        return cls(
+            f"--pp-size {pp_size} with {what}: the embedding output and early layers live on the "
+            f"first pipeline stage but SGLang 0.5.23 captures aux hidden states on the last stage "
+            f"only (srt/models/deepseek_v2.py:3459-3460). Fix: use --tp-size (and DP attention) "
+            f"instead of --pp-size."
+        )
+
+    @classmethod
+    def two_batch_overlap(cls, what: str) -> UnsupportedModeError:
+        return cls(
+            f"--enable-two-batch-overlap with {what}: SGLang 0.5.23 runs the layers after "
+            f"first_k_dense_replace through model_forward_stages, which has no capture point "
+            f"(srt/models/deepseek_v2.py:3163-3172, 3202-3210), so aux hidden states would be "
+            f"missing on overlapped batches. Fix: drop --enable-two-batch-overlap."
+        )
+
+
+class PluginInactiveError(Eagle3EmbedError):
+    """``--model-impl sglang_eagle3_embed`` was requested but the plugin could not activate."""

@@ -1,0 +1,150 @@
+"""The tiny target/draft pair that the tests, the demo and the benchmarks share (torch + transformers).
+
+``build_pair(PairSpec())`` returns two folders in the cache, both loadable by SGLang 0.5.23: the
+trained DeepSeek-V3 target (:mod:`sglang_eagle3_embed.doctor.tiny_target`) and an EAGLE-3 draft
+(``LlamaForCausalLMEagle3``: ``config.json`` + ``model.safetensors``) distilled on the tensors its
+``ids`` name. CPU-small by default; ``PairSpec(target=TargetSpec(num_layers=16, ...))`` for a GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD, Convention
+from sglang_eagle3_embed.doctor.tiny_target import (
+    GPU_TARGET,
+    Language,
+    TargetSpec,
+    build_target,
+    default_cache_dir,
+    publish,
+)
+
+__all__ = ["Pair", "PairSpec", "build_pair", "write_config_variant"]
+
+DRAFT_SPEC_FILE = "tiny_draft_spec.json"
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    target: TargetSpec = field(default_factory=TargetSpec)
+    ids: tuple[int, ...] = (-1, 2, 4)
+    convention: str = Convention.LAYER_OUTPUT.value
+    """How the draft was trained to read ``ids`` (written to its config when ``declare``)."""
+    declare: bool = False
+    draft_steps: int = 300
+    draft_batch: int = 16
+    ttt_steps: int = 3
+    seed: int = 0
+
+    @property
+    def key(self) -> str:
+        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        ids = "_".join(str(i) for i in self.ids)
+        return f"draft-{ids}-{hashlib.sha1(blob).hexdigest()[:10]}"
+
+
+GPU_PAIR = PairSpec(target=GPU_TARGET, ids=(-1, 4, 10))
+"""The GPU-sized pair: 16-layer target, draft on ``[-1, 4, 10]`` (GPU tests and benchmarks)."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    target: Path
+    draft: Path
+    spec: PairSpec
+
+    @property
+    def language(self) -> Language:
+        return Language(self.spec.target)
+
+
+def _draft_config(spec: PairSpec, hf_config) -> dict:
+    from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict
+
+    config = draft_config_dict(
+        hf_config.hidden_size,
+        hf_config.vocab_size,
+        hf_config.num_attention_heads,
+        list(spec.ids),
+        hf_config.hidden_size,
+    )
+    if spec.declare:
+        config["eagle_config"][CONVENTION_FIELD] = spec.convention
+    return config
+
+
+def build_pair(spec: PairSpec = PairSpec(), cache_dir: Path | None = None, device: str = "cpu") -> Pair:
+    """Build (or find in the cache) the target and the draft of ``spec``; trained on ``device``
+    (the CPU is bit-reproducible; "cuda" is faster, for GPU-sized pairs)."""
+    from filelock import FileLock
+
+    cache = Path(cache_dir or default_cache_dir())
+    cache.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cache / f"{spec.key}.lock")):  # concurrent builders wait for the first
+        return _build_pair(spec, cache, device)
+
+
+def _build_pair(spec: PairSpec, cache: Path, device: str) -> Pair:
+    target_dir = build_target(spec.target, cache, device)
+    folder = cache / spec.key
+    if not (folder / "config.json").exists():
+        from safetensors.torch import save_file
+        from transformers import AutoModelForCausalLM
+
+        from sglang_eagle3_embed.doctor.tiny_draft import train_draft
+
+        target = AutoModelForCausalLM.from_pretrained(target_dir).eval()
+        draft = train_draft(
+            target,
+            Language(spec.target),
+            list(spec.ids),
+            convention=Convention(spec.convention),
+            steps=spec.draft_steps,
+            batch=spec.draft_batch,
+            ttt_steps=spec.ttt_steps,
+            seed=spec.seed,
+            device=device,
+        )
+        tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+        tmp.mkdir(parents=True, exist_ok=True)
+        save_file(draft.checkpoint(), str(tmp / "model.safetensors"))
+        (tmp / "config.json").write_text(json.dumps(_draft_config(spec, target.config), indent=2))
+        (tmp / DRAFT_SPEC_FILE).write_text(json.dumps(asdict(spec), indent=2))
+        publish(tmp, folder)
+    return Pair(target_dir, folder, spec)
+
+
+def write_config_variant(
+    draft_dir: Path, out_dir: Path, *, placement: str, ids: list[int] | None = None
+) -> Path:
+    """A copy of a draft folder whose ids sit at ``placement`` ("nested" in ``eagle_config``, as
+    SGLang/SpecForge write them, or "top-level", as vLLM speculators do); weights are linked.
+    ``ids`` replaces the ids (and drops a declared convention): e.g. capture indices written by
+    hand for stock SGLang."""
+    config = json.loads((Path(draft_dir) / "config.json").read_text())
+    eagle = dict(config.get("eagle_config") or {})
+    found = eagle.pop(IDS_FIELD, None) or config.pop(IDS_FIELD, None)
+    config.pop(IDS_FIELD, None)
+    if ids is not None:
+        eagle.pop(CONVENTION_FIELD, None)
+        config.pop(CONVENTION_FIELD, None)
+    ids = found if ids is None else list(ids)
+    if placement == "nested":
+        eagle[IDS_FIELD] = ids
+    elif placement == "top-level":
+        config[IDS_FIELD] = ids
+    else:
+        raise ValueError(f"placement must be 'nested' or 'top-level', not {placement!r}")
+    config["eagle_config"] = eagle
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.json").write_text(json.dumps(config, indent=2))
+    weights = out_dir / "model.safetensors"
+    if not weights.exists():
+        weights.symlink_to((Path(draft_dir) / "model.safetensors").resolve())
+    return out_dir

@@ -1,0 +1,156 @@
+"""A tiny DeepSeek-V3 target whose greedy continuation depends on its input (torch + transformers).
+
+A randomly initialised target collapses to repeating one token, which makes speculation tests
+meaningless. This one is trained briefly on a synthetic language: the first token picks one of
+``groups`` topics, and each next token is ``table[topic][previous token]`` with probability
+``p_best`` (else a second candidate). The target must carry the topic from position 0 through its
+layers; an EAGLE-3 draft never sees the first token in its own inputs, so it has to read the topic
+from the target's hidden states: the draft really depends on the tensors it is fed.
+
+Like a real LLM's, the embedding output is small (``embed_std``, frozen) and the residual stream
+grows with depth (``growth``: layer ``i``'s output projections start ``growth**i`` larger), so the
+embedding output and the layer outputs have different distributions, and a draft trained on
+``cat([embedding, out_a, out_b])`` breaks when another tensor takes the embedding's place (the
+failure in ``../shared/seed/``). Built on demand, cached by its spec, reproducible from its seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+__all__ = ["Language", "TargetSpec", "build_target", "default_cache_dir", "publish", "train_target"]
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    num_layers: int = 7
+    hidden: int = 64
+    vocab: int = 128
+    heads: int = 4
+    experts: int = 4
+    kv_lora_rank: int = 16  # GPU: SGLang's triton MLA decode wants kv_lora_rank + qk_rope in (288, 576)
+    qk_rope: int = 8
+    qk_nope: int = 16
+    v_head: int = 16
+    groups: int = 8
+    embed_std: float = 0.005
+    growth: float = 1.5
+    p_best: float = 0.85
+    steps: int = 400
+    batch: int = 32
+    seq_len: int = 32
+    lr: float = 3e-3
+    seed: int = 0
+
+    @property
+    def key(self) -> str:
+        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        return f"target-L{self.num_layers}-H{self.hidden}-{hashlib.sha1(blob).hexdigest()[:10]}"
+
+
+GPU_TARGET = TargetSpec(
+    num_layers=16, hidden=128, kv_lora_rank=256, qk_rope=32, qk_nope=32, v_head=32, growth=1.2
+)
+"""The GPU-sized target: deeper, and MLA dims that SGLang's triton kernels accept."""
+
+
+class Language:
+    """The synthetic topic language of a :class:`TargetSpec` (fixed by its seed)."""
+
+    def __init__(self, spec: TargetSpec):
+        self.spec = spec
+        gen = torch.Generator().manual_seed(spec.seed)
+        self.table = torch.randint(spec.vocab, (spec.groups, spec.vocab, 2), generator=gen)
+
+    def best_next(self, first: torch.Tensor, prev1: torch.Tensor) -> torch.Tensor:
+        return self.table[first % self.spec.groups, prev1][..., 0]
+
+    def sample(self, batch: int, length: int, gen: torch.Generator) -> torch.Tensor:
+        x = torch.empty(batch, length, dtype=torch.long)
+        x[:, :2] = torch.randint(self.spec.vocab, (batch, 2), generator=gen)
+        for t in range(2, length):
+            candidates = self.table[x[:, 0] % self.spec.groups, x[:, t - 1]]
+            second = (torch.rand(batch, generator=gen) >= self.spec.p_best).long()
+            x[:, t] = candidates.gather(1, second[:, None])[:, 0]
+        return x
+
+
+def target_config(spec: TargetSpec):
+    from transformers import DeepseekV3Config
+
+    return DeepseekV3Config(
+        vocab_size=spec.vocab, hidden_size=spec.hidden, intermediate_size=2 * spec.hidden,
+        moe_intermediate_size=spec.hidden // 2, num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.heads, num_key_value_heads=spec.heads, n_routed_experts=spec.experts,
+        n_shared_experts=1, num_experts_per_tok=2, first_k_dense_replace=1, moe_layer_freq=1,
+        n_group=1, topk_group=1, kv_lora_rank=spec.kv_lora_rank, q_lora_rank=None,
+        qk_rope_head_dim=spec.qk_rope, qk_nope_head_dim=spec.qk_nope, v_head_dim=spec.v_head,
+        max_position_embeddings=256, tie_word_embeddings=False,
+        topk_method="noaux_tc", scoring_func="sigmoid", norm_topk_prob=True,  # read by SGLang
+        architectures=["DeepseekV3ForCausalLM"],
+    )  # fmt: skip
+
+
+def train_target(spec: TargetSpec, device: str = "cpu"):
+    """Train the target on its language (AdamW, cross entropy); returns it in eval mode, on the CPU.
+    Bit-reproducible on the CPU; ``device="cuda"`` is faster but not bitwise reproducible."""
+    from transformers import DeepseekV3ForCausalLM
+
+    torch.manual_seed(spec.seed)
+    model = DeepseekV3ForCausalLM(target_config(spec))
+    language = Language(spec)
+    if spec.embed_std:
+        embedding = model.get_input_embeddings().weight
+        with torch.no_grad():
+            embedding.normal_(0.0, spec.embed_std)
+        embedding.requires_grad_(False)
+    if spec.growth != 1.0:
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith(("o_proj.weight", "down_proj.weight")):
+                    p.mul_(spec.growth ** int(name.split(".")[2]))
+    model.to(device)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=spec.lr)
+    gen = torch.Generator().manual_seed(spec.seed + 1)
+    model.train()
+    for _ in range(spec.steps):
+        tokens = language.sample(spec.batch, spec.seq_len, gen).to(device)
+        loss = model(tokens, labels=tokens).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.cpu().eval()
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("SGLANG_EAGLE3_EMBED_CACHE", Path.home() / ".cache" / "sglang_eagle3_embed"))
+
+
+def build_target(spec: TargetSpec = TargetSpec(), cache_dir: Path | None = None, device: str = "cpu") -> Path:
+    """The trained target's folder (HF format, loadable by SGLang), built once per spec."""
+    folder = Path(cache_dir or default_cache_dir()) / spec.key
+    if (folder / "config.json").exists():
+        return folder
+    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+    train_target(spec, device).save_pretrained(tmp, safe_serialization=True)
+    (tmp / "tiny_target_spec.json").write_text(json.dumps(asdict(spec), indent=2))
+    (tmp / "built_on.txt").write_text(f"{device} torch {torch.__version__}\n")
+    publish(tmp, folder)
+    return folder
+
+
+def publish(tmp: Path, folder: Path) -> None:
+    """Move a finished build into place; a concurrent builder that finished first wins."""
+    try:
+        tmp.rename(folder)
+    except OSError:
+        if not (folder / "config.json").exists():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)

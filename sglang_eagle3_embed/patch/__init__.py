@@ -1,0 +1,47 @@
+"""The SGLang glue: one module per SGLang symbol the plugin touches.
+
+``docs/patches.md`` is the manifest (per symbol: why, how, upstream status, removal plan, test);
+each module below has its test under ``tests/integration/patch/``.
+
+=========================  ==================================================  ============================
+module                     SGLang symbol                                       how
+=========================  ==================================================  ============================
+``model_architecture``     ``srt.model_loader.utils.get_model_architecture``   ``HookRegistry`` AROUND hook
+``resolution_guard``       resolution step ``handle_deprecated_dp_attention``  ``register_resolution_hook``
+``speculative_validation`` resolution step ``handle_speculative_decoding``     ``register_resolution_hook``
+``deepseek_models``        ``DeepseekV2/V3/V32ForCausalLM``, Kimi-K2.5         subclasses of the same name
+``deepseek_capture``       ``DeepseekV2Model`` (the model body)                re-classed after construction
+=========================  ==================================================  ============================
+
+The first three register hooks (:func:`install`); the last two are returned by the first, only for
+a target launched with ``--model-impl sglang_eagle3_embed``.
+"""
+
+from __future__ import annotations
+
+from sglang_eagle3_embed.patch import model_architecture, resolution_guard, speculative_validation
+
+__all__ = ["HOOKS", "install"]
+
+HOOKS = (resolution_guard, speculative_validation, model_architecture)
+"""The modules that register a hook; each has ``WHAT`` (the hooked symbol) and ``register()``."""
+
+_registered: set[str] = set()
+
+
+def install() -> list[str]:
+    """Register every hook not registered yet in this process, each on its own, so that the guard
+    or the architecture hook alone still stops a launch that asks for the plugin when another
+    failed. Returns the failures (empty when all are registered); a failed hook is tried again by
+    the next call. SGLang applies HookRegistry hooks after every plugin ran."""
+    errors = []
+    for hook in HOOKS:
+        if hook.WHAT in _registered:
+            continue
+        try:
+            hook.register()
+        except Exception as exc:
+            errors.append(f"registering the hook on {hook.WHAT} failed: {exc!r}")
+        else:
+            _registered.add(hook.WHAT)
+    return errors

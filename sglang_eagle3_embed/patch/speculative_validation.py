@@ -1,0 +1,127 @@
+"""Wrapper of the ``handle_speculative_decoding`` resolution step: the startup validator
+(docs/patches.md §6).
+
+At launch it runs the ``pre`` rules, then SGLang's step, then the ``post`` rules, comparing what the
+user passed (``_raw_input``, ``srt/arg_groups/pipeline.py:28-31``) with what SGLang resolved
+(``resolution_result``, ``srt/arg_groups/overrides.py:178-192``). It runs in the launcher before any
+subprocess or GPU work, only for launches with ``--model-impl sglang_eagle3_embed``.
+``sglang-eagle3-embed check`` (:mod:`sglang_eagle3_embed.cli.check`) runs the same rules on the
+same :func:`snapshot` of any launch command line, without a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from sglang_eagle3_embed.activation import State, requested
+from sglang_eagle3_embed.core.deployment import WATCHED, Deployment
+from sglang_eagle3_embed.core.errors import ValidationError
+from sglang_eagle3_embed.core.findings import Finding, Severity
+from sglang_eagle3_embed.core.rules import evaluate
+
+__all__ = ["STEP", "WHAT", "register", "snapshot", "validate_launch"]
+
+STEP = "handle_speculative_decoding"
+WHAT = f"the resolution step {STEP!r}"
+
+logger = logging.getLogger("sglang_eagle3_embed")
+
+FC_WEIGHT_NAMES = ("fc.weight", "model.fc.weight")
+
+
+def read_config(path: str | None, revision: str | None = None) -> tuple[dict | None, str | None]:
+    """``config.json`` of a local folder or a cached hub repo: (config, None) or (None, why not)."""
+    if not path:
+        return None, None
+    folder = Path(path)
+    try:
+        if folder.is_dir():
+            file = folder / "config.json"
+        else:
+            from transformers.utils import cached_file
+
+            file = Path(cached_file(path, "config.json", revision=revision))
+        config = json.loads(file.read_text())
+    except Exception as exc:  # any failure to read is reported as a finding
+        return None, f"{path}: {type(exc).__name__}: {exc}"
+    return config, None
+
+
+def fc_in_features(path: str | None) -> int | None:
+    """The draft fc's input width from the safetensors headers of a local folder (no tensor is read)."""
+    folder = Path(path) if path else None
+    if folder is None or not folder.is_dir():
+        return None
+    from safetensors import safe_open
+
+    index = folder / "model.safetensors.index.json"
+    if index.exists():
+        weight_map = json.loads(index.read_text()).get("weight_map", {})
+        files = sorted({folder / weight_map[n] for n in FC_WEIGHT_NAMES if n in weight_map})
+    else:
+        files = sorted(folder.glob("*.safetensors"))
+    for file in files:
+        with safe_open(str(file), framework="pt") as f:
+            names = set(f.keys())
+            for name in FC_WEIGHT_NAMES:
+                if name in names:
+                    return int(f.get_slice(name).get_shape()[1])
+    return None
+
+
+def snapshot(server_args, *, resolved: bool, plugin_active: bool, plugin_reason: str = "") -> Deployment:
+    """A :class:`Deployment` of ``server_args`` (``resolved``: after SGLang's resolution)."""
+    import msgspec
+    from sglang.srt.arg_groups.overrides import resolution_result
+
+    defaults = {f.name: f.default for f in msgspec.structs.fields(type(server_args))}
+    raw_input = getattr(server_args, "_raw_input", None) or {}
+    raw = {n: raw_input.get(n, getattr(server_args, n, None)) for n in WATCHED}
+    draft_path = raw["speculative_draft_model_path"]
+    target, _ = read_config(server_args.model_path, getattr(server_args, "revision", None))
+    draft, draft_error = read_config(
+        draft_path, getattr(server_args, "speculative_draft_model_revision", None)
+    )
+    return Deployment(
+        raw=raw,
+        explicit=frozenset(n for n in WATCHED if raw[n] != defaults.get(n)),
+        resolved={n: resolution_result(server_args, n) for n in WATCHED} if resolved else {},
+        target=target if isinstance(target, dict) else None,
+        draft=draft,
+        draft_error=draft_error,
+        draft_fc_in_features=fc_in_features(draft_path) if draft is not None else None,
+        plugin_active=plugin_active,
+        plugin_reason=plugin_reason,
+    )
+
+
+_LOGGED: set[Finding] = set()
+
+
+def _report(findings: list[Finding]) -> None:
+    for finding in findings:
+        if finding.severity is Severity.WARNING and finding not in _LOGGED:
+            _LOGGED.add(finding)
+            logger.warning("sglang_eagle3_embed: [%s] %s", finding.rule, finding.message)
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    if errors:
+        raise ValidationError(errors)
+
+
+def validate_launch(server_args, previous) -> None:
+    """Resolution-step wrapper: rules before and after SGLang's speculative resolution."""
+    if not requested(server_args):
+        previous(server_args)
+        return
+    state = dict(plugin_active=State.active, plugin_reason=State.reason)
+    _report(evaluate(snapshot(server_args, resolved=False, **state), "pre"))
+    previous(server_args)
+    _report(evaluate(snapshot(server_args, resolved=True, **state), "post"))
+
+
+def register() -> None:
+    from sglang.srt.arg_groups.resolution_hooks import register_resolution_hook
+
+    register_resolution_hook(STEP)(validate_launch)

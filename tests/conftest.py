@@ -1,0 +1,40 @@
+"""Fixtures shared by the CPU tiers. Tests that touch SGLang ask for ``sglang_cpu``; the pure-core
+tests do not. Test support code lives in ``tests/support`` (importable as ``tests.support``: the
+repository root is on pytest's ``pythonpath``, pyproject.toml)."""
+
+import os
+
+import pytest
+
+os.environ.setdefault("TORCHDYNAMO_DISABLE", "1")
+
+
+def pytest_configure(config):
+    """One torch thread per xdist worker, whatever test a worker runs first: two workers with a
+    thread per core each fight over the cores (a probe run can get 100 times slower), and results
+    trained on the CPU depend on the thread count."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def sglang_cpu():
+    """Process-global SGLang CPU state (gloo world of one, published test ServerArgs, patches) and
+    the helpers that build tiny SGLang models and their HF references."""
+    from tests.support import sglang_models as harness
+
+    harness.init()
+    return harness
+
+
+@pytest.fixture(scope="session")
+def tiny_pair(tmp_path_factory):
+    """The default CPU pair (PairSpec()), built once into a cache that xdist workers share
+    (a concurrent build is resolved by :func:`sglang_eagle3_embed.doctor.tiny_target.publish`)."""
+    from sglang_eagle3_embed.doctor.pair import build_pair
+
+    root = tmp_path_factory.getbasetemp()
+    cache = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "pair-cache"
+    return build_pair(cache_dir=cache)

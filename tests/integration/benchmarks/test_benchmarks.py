@@ -1,0 +1,378 @@
+"""The benchmarks cannot rot: the CPU ones run in --quick mode, the GPU ones render a result file and
+refuse to measure without a GPU, and the GPU driver's parts that need none run here. Timings are
+never asserted, only structure and sanity."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tests.support import ROOT
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def bench(script: str, *args, check: bool = True) -> subprocess.CompletedProcess:
+    run = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{script.removesuffix('.py')}", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    if check:
+        assert run.returncode == 0, run.stderr[-3000:]
+    return run
+
+
+def result(folder: Path, name: str) -> dict:
+    """The JSON result, after checking that the PNG beside it is one."""
+    assert (folder / f"{name}.png").read_bytes()[:8] == PNG
+    return json.loads((folder / f"{name}.json").read_text())
+
+
+def test_startup_cost_quick(tmp_path):
+    out = bench("startup_cost.py", "--quick", "--results", tmp_path).stdout
+    r = result(tmp_path, "startup_cost")
+    assert r["repetitions"] == 3 and r["goal_ms"] == 50.0
+    for key in (
+        "resolution_stock_ms",
+        "resolution_plugin_ms",
+        "validator_rules_ms",
+        "plugin_import_fresh_ms",
+    ):
+        assert r[key]["median"] > 0 and r[key]["n"] == 3, key
+    assert r["plugin_import_in_sglang_ms"] > 0 and r["plugin_register_ms"] > 0
+    assert r["check_cli_s"] is None  # full runs only
+    assert "what the plugin adds" in out and r["env"]["sglang"] == "0.5.23"
+
+
+def test_probe_throughput_quick(tiny_pair, tmp_path):
+    pair = ["--target", tiny_pair.target, "--draft", tiny_pair.draft]
+    out = bench(
+        "probe_throughput.py", "--quick", "--no-progress", "--threads", 1, *pair, "--results", tmp_path
+    )
+    r = result(tmp_path, "probe_throughput")
+    assert set(r["backends"]) == {"hf", "sglang-cpu"} and r["num_prompts"] == 8
+    for b in r["backends"].values():
+        assert (
+            b["prompts_per_s"] > 0
+            and b["tokens_per_s"] > b["prompts_per_s"]
+            and b["load_s"] > 0
+            and b["warmup_s"] > 0
+        )
+        assert b["wirings"] >= 5  # plugin, stock, neighbours, embedding dropped
+    assert "| sglang-cpu |" in out.stdout
+
+
+def test_near_ties_quick(tiny_pair, tmp_path):
+    out = bench(
+        "near_ties.py", "--quick", "--threads", 1, "--target", tiny_pair.target, "--results", tmp_path
+    )
+    r = result(tmp_path, "near_ties")
+    assert r["num_prompts"] == 8 and r["positions"] == 8 * 8 == len(r["margins"])
+    assert all(m >= 0 for m in r["margins"]) and r["median_margin"] >= r["margin_p10"]
+    counts = [r["below"][k] for k in ("0.05", "0.25", "0.5", "1.0")]
+    assert counts == sorted(counts)  # cumulative
+    for flip in r["bf16_flips"]:
+        assert 0 <= flip["prompt"] < 8 and 0 <= flip["position"] < 8
+    assert "bf16 against float32" in out.stdout
+
+
+def test_capture_overhead_quick(tiny_pair, tmp_path):
+    """SGLang's DeepSeek forward on the CPU: the three captures are what they claim to be."""
+    args = ("--quick", "--threads", 1, "--target", tiny_pair.target, "--results", tmp_path)
+    out = bench("capture_overhead.py", *args).stdout
+    (target,) = result(tmp_path, "capture_overhead")["targets"]
+    configs = target["configs"]
+    assert [configs[k]["capture_indices"] for k in ("none", "stock", "plugin")] == [[], [1, 3, 5], [0, 3, 5]]
+    assert configs["plugin"]["bytes_prefill"] == configs["stock"]["bytes_prefill"] == 3 * 4 * 64 * 64 * 4
+    assert configs["none"]["bytes_decode"] == 0
+    for config in configs.values():
+        assert config["prefill_ms"]["median"] > 0 and config["decode_ms"]["n"] == 3
+    assert all(v > 0 for ratio in target["plugin_over"].values() for v in ratio.values())
+    assert "| tiny CPU target | plugin / stock |" in out
+
+
+def gpu_capture_result() -> dict:
+    """A capture_overhead result as the GPU run writes it (two targets), with made-up numbers."""
+
+    def times(ms):
+        return {"median": ms, "q1": ms * 0.99, "q3": ms * 1.01, "n": 10}
+
+    def target(name, hidden, ids):
+        captures = {"none": [], "stock": [1, ids[1] + 1, ids[2] + 1], "plugin": [0, ids[1] + 1, ids[2] + 1]}
+        configs = {
+            k: {"capture_indices": v, "prefill_ms": times(2.0 + len(v) / 100), "decode_ms": times(0.5),
+                "bytes_prefill": len(v) * 2048 * hidden * 2, "bytes_decode": len(v) * 16 * hidden * 2}
+            for k, v in captures.items()
+        }  # fmt: skip
+        ratio = {"stock": {"prefill": 1.0, "decode": 1.0}, "none": {"prefill": 1.015, "decode": 1.0}}
+        return dict(
+            name=name, path="/x", ids=list(ids), hidden=hidden, layers=4, dtype="bfloat16", dtype_bytes=2,
+            execution="CUDA graphs", batch=16, seq=128, configs=configs, plugin_over=ratio,
+        )  # fmt: skip
+
+    targets = [
+        target("tiny GPU target", 128, (-1, 4, 10)),
+        target("DeepSeek-V3 width, 4 layers", 7168, (-1, 1, 2)),
+    ]
+    return {"device": "cuda", "repetitions": 10, "targets": targets, "env": {"gpu": "NVIDIA H200"}}
+
+
+def test_capture_overhead_renders_a_gpu_result(tmp_path):
+    (tmp_path / "gpu.json").write_text(json.dumps(gpu_capture_result()))
+    out = bench("capture_overhead.py", "--from-json", tmp_path / "gpu.json", "--results", tmp_path).stdout
+    assert (tmp_path / "capture_overhead.png").read_bytes()[:8] == PNG
+    assert "| DeepSeek-V3 width, 4 layers | plugin / stock |  | 1.0000 | 1.0000 |" in out
+    assert "| DeepSeek-V3 width, 4 layers | plugin | [0, 2, 3] |" in out and "84.00 MiB" in out
+
+
+def test_capture_overhead_pools_worker_processes(tmp_path):
+    """With several worker processes per capture, their rounds are pooled for the ratios and each
+    process's own median is kept and shown: the spread between processes is the noise floor."""
+    from benchmarks import capture_overhead as co
+
+    runs = {
+        "none/0": [{"prefill": 0.001, "decode": 0.004}] * 3,
+        "plugin/0": [{"prefill": 0.002, "decode": 0.003}] * 3,
+        "none/1": [{"prefill": 0.003, "decode": 0.002}] * 2,
+    }
+    pooled, per_process = co.pool_processes(runs)
+    assert pooled["none"] == {"prefill": [0.001] * 3 + [0.003] * 2, "decode": [0.004] * 3 + [0.002] * 2}
+    assert per_process == {
+        "none": {"prefill": [1.0, 3.0], "decode": [4.0, 2.0]},
+        "plugin": {"prefill": [2.0], "decode": [3.0]},
+    }
+    result = gpu_capture_result()
+    result["processes_per_capture"] = 2
+    for config in co.CONFIGS:
+        result["targets"][0]["configs"][config]["per_process_ms"] = {
+            "prefill": [2.0, 2.25],
+            "decode": [0.5, 0.75],
+        }
+    (tmp_path / "gpu.json").write_text(json.dumps(result))
+    out = bench("capture_overhead.py", "--from-json", tmp_path / "gpu.json", "--results", tmp_path).stdout
+    assert "| tiny GPU target | none | [] | 2.000 (2.000, 2.250) | 0.500 (0.500, 0.750) |" in out
+    assert "| DeepSeek-V3 width, 4 layers | none | [] | 2.000 | 0.500 |" in out
+    assert "2 worker processes per capture" in out
+
+
+def speedup_result() -> dict:
+    def engine(name, kind, steps, rates, accept):
+        by_batch = {
+            b: {"tokens_per_s": {"median": r, "q1": r, "q3": r, "n": 3}, "accept_length": accept}
+            for b, r in zip(("1", "4", "16"), rates)
+        }
+        label = {"none": "no speculation", "plugin": "plugin", "stock": "stock SGLang (top-level ids)"}[kind]
+        label += f", {steps} steps" if steps else ""
+        return name, {
+            "name": name,
+            "label": label,
+            "kind": kind,
+            "steps": steps,
+            "ok": True,
+            "by_batch": by_batch,
+        }
+
+    engines = dict([
+        engine("no-spec", "none", None, (400.0, 1200.0, 3000.0), None),
+        engine("plugin-steps3", "plugin", 3, (800.0, 2000.0, 4500.0), 3.1),
+        engine("plugin-steps7", "plugin", 7, (900.0, 1900.0, 3300.0), 4.3),
+        engine("stock-steps3", "stock", 3, (500.0, 1300.0, 2800.0), 1.8),
+    ])  # fmt: skip
+    engines["stock-steps7"] = {"name": "stock-steps7", "label": "stock SGLang (top-level ids), 7 steps",
+                               "kind": "stock", "steps": 7, "ok": False, "error": "RuntimeError: boom"}  # fmt: skip
+    env = {"date": "2026-11-29", "gpu": "NVIDIA H200", "python": "3.12", "torch": "2.11", "sglang": "0.5.23"}
+    return {"device": "cuda", "batch_sizes": [1, 4, 16], "num_prompts": 16, "prompt_len": 8, "new_tokens": 40,
+            "repetitions": 3, "engines": engines, "env": env}  # fmt: skip
+
+
+def test_speedup_renders_a_result_and_needs_a_gpu_to_measure(tmp_path):
+    (tmp_path / "in.json").write_text(json.dumps(speedup_result()))
+    out = bench("speedup.py", "--quick", "--from-json", tmp_path / "in.json", "--results", tmp_path).stdout
+    assert (tmp_path / "speedup.png").read_bytes()[:8] == PNG
+    assert "| plugin, 3 steps | 1 | 800.0 | 3.10 | 2.00 |" in out
+    assert "| plugin, 7 steps | 16 | 3300.0 | 4.30 | 1.10 |" in out
+    assert "| stock SGLang (top-level ids), 7 steps |  | fails: RuntimeError: boom |" in out
+    assert bench("speedup.py", "--quick", check=False).returncode == 2  # --quick only renders
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("speedup.py",),
+        ("capture_overhead.py", "--device", "cuda"),
+        ("probe_throughput.py", "--backends", "hf", "engine"),
+        ("gpu_all.py",),
+    ],
+)
+def test_gpu_measurements_say_they_need_a_gpu(command, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    run = bench(*command, "--results", tmp_path, check=False)
+    assert run.returncode == 1 and "needs a CUDA GPU" in run.stderr, run.stderr[-2000:]
+
+
+def test_gpu_all_plan():
+    out = bench("gpu_all.py", "--dry-run").stdout
+    assert "capture_overhead (at most 260 s):" in out and "--device cuda" in out
+    assert "speedup (at most 420 s):" in out and "--draft DRAFT" in out
+    only = bench("gpu_all.py", "--dry-run", "--only", "speedup").stdout
+    assert "capture_overhead" not in only and "speedup" in only
+
+
+def test_speedup_engines_resolve_in_sglang(tmp_path):
+    """The five GPU engines of speedup.py go through SGLang's own resolution (here on the CPU), with
+    the plugin's startup validator: chains of n steps keep n + 1 draft tokens, only the plugin's
+    engines select it, and the stock ones read the same draft."""
+    from sglang.srt.arg_groups.overrides import resolution_result
+    from sglang.srt.server_args import ServerArgs
+
+    from benchmarks import speedup as sp
+    from tests.support.rule_examples import Scenario, materialize
+
+    materialize(Scenario(), tmp_path)  # an 8-layer DeepSeek-V3 target and a [-1, 2, 4] draft
+    drafts = {"plugin": tmp_path / "draft", "stock": tmp_path / "draft"}
+    seen = {}
+    for engine in sp.engines([3, 7]):
+        server_args = ServerArgs(
+            **{**sp.engine_kwargs(engine, tmp_path / "target", drafts, 16), "device": "cpu"}
+        )
+        server_args.resolve_once()
+        seen[engine["name"]] = tuple(
+            resolution_result(server_args, key)
+            for key in ("speculative_algorithm", "speculative_num_draft_tokens", "model_impl")
+        )
+    assert seen == {
+        "no-spec": (None, None, "auto"),
+        "plugin-steps3": ("EAGLE3", 4, "sglang_eagle3_embed"),
+        "plugin-steps7": ("EAGLE3", 8, "sglang_eagle3_embed"),
+        "stock-steps3": ("EAGLE3", 4, "auto"),
+        "stock-steps7": ("EAGLE3", 8, "auto"),
+    }
+
+
+def test_gpu_capture_workers_resolve_in_sglang(tmp_path):
+    """The GPU workers' ServerArgs go through SGLang's own resolution (here on the CPU): capture-only
+    mode for stock and plugin, with the captures the worker is told to expect."""
+    from sglang.srt.arg_groups.overrides import resolution_result
+    from sglang.srt.server_args import ServerArgs
+
+    from benchmarks import capture_overhead as co
+    from tests.support.rule_examples import Scenario, materialize
+
+    materialize(Scenario(), tmp_path)  # an 8-layer DeepSeek-V3 config in tmp_path / "target"
+    args = SimpleNamespace(batch=16, seq=128, decode_steps=16)
+    target = {"name": "tiny", "path": tmp_path / "target", "ids": (-1, 2, 4), "load_format": "auto"}
+    for config, layer_ids in (("none", None), ("stock", [3, 5, 1]), ("plugin", [0, 3, 5])):
+        job = co.worker_job(target, config, args)
+        assert job["expect"] == {
+            "layers_to_capture": co.capture_indices(config, target["ids"]),
+            "plugin": config == "plugin",
+        }
+        server_args = ServerArgs(**{**job["server"], "device": "cpu"})
+        server_args.resolve_once()
+        assert resolution_result(server_args, "speculative_algorithm") is None  # no draft is ever loaded
+        assert resolution_result(server_args, "aux_hidden_state_capture") == (
+            None if config == "none" else "eagle3"
+        )
+        assert resolution_result(server_args, "return_aux_hidden_state_layer_ids") == layer_ids
+
+
+def test_wide_config_builds_in_sglang(tmp_path):
+    """The realistic-width config builds SGLang's DeepseekV3ForCausalLM (on the meta device: no
+    memory, a few seconds), as the GPU worker does with --load-format dummy: SGLang reads attributes
+    that DeepseekV3Config lacks (moe_layer_freq)."""
+    import copy
+
+    import torch
+    from sglang.srt.models.deepseek_v2 import DeepseekV3ForCausalLM
+    from transformers import AutoConfig
+
+    from benchmarks import capture_overhead as co
+    from sglang_eagle3_embed.doctor import sglang_cpu
+
+    sglang_cpu.init()
+    config = AutoConfig.from_pretrained(co.write_wide_config(tmp_path / "wide"))
+    assert config.architectures == ["DeepseekV3ForCausalLM"] and config.torch_dtype == torch.bfloat16
+    with torch.device("meta"):
+        model = DeepseekV3ForCausalLM(copy.deepcopy(config), quant_config=None)
+    layers = model.model.layers
+    assert len(layers) == 4 and model.config.hidden_size == 7168
+    assert [layer.is_layer_sparse for layer in layers] == [False, True, True, True]
+    assert layers[1].mlp.experts.num_experts == 16
+
+
+FAKE_WORKER = """
+import json, sys
+job, mark = json.loads(sys.argv[1]), "@@capture-worker "
+print("an SGLang log line", flush=True)
+if job.get("exit"):
+    sys.exit(3)
+print(mark + json.dumps({"ready": True, "body": job["body"], "layers_to_capture": [5, 3, 0]}), flush=True)
+for line in sys.stdin:
+    if line.strip() != "run":
+        break
+    print(mark + json.dumps({"prefill": 0.25, "decode": 0.125}), flush=True)
+"""
+
+
+def test_gpu_capture_worker_protocol(tmp_path, monkeypatch):
+    """The driver's side of the worker protocol, against a stand-in worker: ready, checked, timed,
+    stopped; a worker that dies is reported by name."""
+    from benchmarks import capture_overhead as co
+
+    (tmp_path / "fake.py").write_text(FAKE_WORKER)
+    monkeypatch.setattr(co, "WORKER", [sys.executable, str(tmp_path / "fake.py")])
+    expect = {"layers_to_capture": [0, 3, 5], "plugin": True}
+    for body, fits in (("DeepseekV2Model", False), ("Eagle3EmbedDeepseekV2Model", True)):
+        worker = co.Worker(f"plugin as {body}", {"body": body, "expect": expect}, tmp_path / f"{body}.log")
+        try:
+            worker.ready = worker.receive(timeout=30)
+            if not fits:
+                with pytest.raises(RuntimeError, match="built"):
+                    co.check_ready(worker)
+                continue
+            co.check_ready(worker)
+            runs = co.c.interleaved({"plugin": worker.run}, repeat=2, warmup=1)
+            assert co.by_phase(runs) == {"plugin": {"prefill": [0.25, 0.25], "decode": [0.125, 0.125]}}
+        finally:
+            worker.stop()
+        assert "an SGLang log line" in (tmp_path / f"{body}.log").read_text()
+    dead = co.Worker("the dead one", {"exit": True, "expect": expect}, tmp_path / "dead.log")
+    with pytest.raises(RuntimeError, match=r"the dead one.*exited"):
+        dead.receive(timeout=30)
+    dead.stop()
+
+
+def test_acceptance_table_from_logs(tmp_path):
+    """The acceptance table reads engine results and the offline prediction; missing runs say so."""
+    (tmp_path / "offline.json").write_text(json.dumps({"3": {"0,5,11": 3.05, "2,8,13": 1.39}}))
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    (first / "offline.json").write_text(json.dumps({"3": {"0,5,11": 3.05, "2,8,13": 1.39}}))
+    run = {"accept_length": [3.0, 3.4], "tokens_per_s": 155.7, "outputs": [[5, 6], [7, 8]]}
+    single = {"accept_length": [3.0], "tokens_per_s": 80.5}
+    meta = {"ok": True, "gpu": "NVIDIA H200", "sglang": "0.5.23"}
+    (first / "plugin-steps3-topk1.json").write_text(
+        json.dumps({**meta, "modes": {"all": {**run, "tokens_per_s": 1}}})
+    )
+    (second / "plugin-steps3-topk1.json").write_text(
+        json.dumps({**meta, "modes": {"all": run, "one-by-one": single}})
+    )
+    (first / "stock-nested.log").write_text("[x] loading\n[y] RuntimeError: captured 2 of 3\n[z] killed\n")
+    (second / "stock-top-level.json").write_text(json.dumps({"ok": False, "error": "no result after 300 s"}))
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.acceptance_table", str(first), str(second)],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    ).stdout  # fmt: skip
+    assert "NVIDIA H200, SGLang 0.5.23" in out and "output tokens/s, 2 at once |" in out
+    assert "| plugin, steps 3, top-k 1 | 3.20 | 3.05 | 155.7 | 80.5 |" in out  # the later folder wins
+    assert "| stock, nested ids | fails: [y] RuntimeError: captured 2 of 3 |  | | |" in out
+    assert "| stock, top-level ids (serves its defaults) | fails: no result after 300 s | 1.39 | | |" in out
+    assert "| no speculation | not run | | | |" in out

@@ -1,0 +1,91 @@
+"""The trainable EAGLE-3 draft twin equals SGLang 0.5.23's LlamaForCausalLMEagle3 forward on CPU,
+loads through SGLang's own weight loader, and learns from the tiny target."""
+
+import copy
+from types import SimpleNamespace
+
+import torch
+
+from sglang_eagle3_embed.doctor.tiny_draft import Eagle3Draft, agreement, draft_config_dict
+
+
+def sglang_draft_hidden(draft_cfg, checkpoint, embedding, ids, aux):
+    """SGLang's draft body on one sequence (torch_native attention over an MHA KV pool)."""
+    from sglang.srt.layers.attention.torch_native_backend import TorchNativeAttnBackend
+    from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch, ForwardMode
+    from sglang.srt.model_executor.forward_context import ForwardContext, set_forward_context
+    from sglang.srt.models.llama_eagle3 import LlamaForCausalLMEagle3
+    from transformers import LlamaConfig
+
+    config = LlamaConfig(**draft_cfg)
+    model = LlamaForCausalLMEagle3(copy.deepcopy(config), quant_config=None).eval()
+    model.load_weights(list(checkpoint.items()))
+    with torch.no_grad():
+        model.model.embed_tokens.weight.copy_(embedding)
+    heads, hidden, n = config.num_attention_heads, config.hidden_size, len(ids)
+    req = ReqToTokenPool(size=4, max_context_len=64, device="cpu", enable_memory_saver=False)
+    kv = MHATokenToKVPool(
+        size=256, page_size=1, dtype=torch.float32, head_num=heads, head_dim=hidden // heads,
+        layer_num=1, device="cpu", enable_memory_saver=False,
+    )  # fmt: skip
+    backend = TorchNativeAttnBackend(
+        SimpleNamespace(device="cpu", req_to_token_pool=req, token_to_kv_pool=kv)
+    )
+    set_forward_context(ForwardContext(attn_backend=backend))
+    req.req_to_token[1, :n] = torch.arange(1, n + 1, dtype=torch.int32)
+    fb = ForwardBatch(
+        forward_mode=ForwardMode.EXTEND, batch_size=1, input_ids=ids, req_pool_indices=torch.tensor([1]),
+        seq_lens=torch.tensor([n]), out_cache_loc=torch.arange(1, n + 1), seq_lens_sum=n,
+        seq_lens_cpu=torch.tensor([n]), positions=torch.arange(n), extend_num_tokens=n,
+        extend_seq_lens=torch.tensor([n]), extend_prefix_lens=torch.tensor([0]),
+        extend_start_loc=torch.tensor([0]), extend_prefix_lens_cpu=[0], extend_seq_lens_cpu=[n],
+        capture_hidden_mode=CaptureHiddenMode.FULL, spec_info=SimpleNamespace(hidden_states=aux),
+    )  # fmt: skip
+    backend.init_forward_metadata(fb)
+    with torch.no_grad():
+        hidden_states, _ = model.model(ids, torch.arange(n), fb)
+    return hidden_states, model.lm_head.weight
+
+
+def test_twin_equals_sglang_draft_forward(sglang_cpu):
+    cfg = draft_config_dict(hidden=64, vocab=128, heads=4, ids=[-1, 1, 2], target_hidden=64)
+    torch.manual_seed(0)
+    twin = Eagle3Draft(cfg)
+    with torch.no_grad():
+        for name, p in twin.named_parameters():
+            p.normal_(1.0, 0.05) if "norm" in name else p.normal_(0.0, 0.1)
+    embedding = torch.randn(128, 64) * 0.1
+    ids, aux = torch.randint(128, (9,)), torch.randn(9, 3 * 64)
+    sglang_hidden, sglang_head = sglang_draft_hidden(cfg, twin.checkpoint(), embedding, ids, aux)
+    with torch.no_grad():
+        twin_hidden = twin.hidden(embedding[ids][None], aux[None])[0]
+    assert torch.allclose(sglang_hidden, twin_hidden, atol=1e-5), (sglang_hidden - twin_hidden).abs().max()
+    assert torch.equal(sglang_head, twin.lm_head.weight)
+
+
+def test_twin_is_causal():
+    twin = Eagle3Draft(
+        draft_config_dict(hidden=64, vocab=128, heads=4, ids=[-1, 1, 2], target_hidden=64)
+    ).eval()
+    embeds, aux = torch.randn(1, 6, 64), torch.randn(1, 6, 192)
+    changed = aux.clone()
+    changed[0, -1] += 1.0
+    with torch.no_grad():
+        a, b = twin.hidden(embeds, aux), twin.hidden(embeds, changed)
+    assert torch.equal(a[0, :-1], b[0, :-1]) and not torch.equal(a[0, -1], b[0, -1])
+
+
+def test_draft_learns_the_target(tiny_pair):
+    from transformers import AutoModelForCausalLM
+
+    from sglang_eagle3_embed.doctor.probe import load_draft
+
+    target = AutoModelForCausalLM.from_pretrained(tiny_pair.target).eval()
+    draft, _ = load_draft(tiny_pair.draft)
+    tokens = tiny_pair.language.sample(128, 16, torch.Generator().manual_seed(77))
+    trained = agreement(draft, target, tokens, [0, 3, 5])
+    defaults = agreement(draft, target, tokens, [2, 3, 4])  # SGLang's default layers for 7 layers
+    # the pair is trained on the CPU, whose float rounding (thread count, vector unit) moves the
+    # trained draft's agreement by a few points: the test asks for what holds on any of them
+    assert trained >= 0.7 and trained >= defaults + 0.2, (trained, defaults)

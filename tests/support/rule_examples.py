@@ -1,0 +1,189 @@
+"""For every rule, a launch that fires it and a close one that does not. Pure data.
+
+Used by the tests (through SGLang's real argument resolution) and by ``docs/validation.md``.
+``TARGET`` and ``DRAFT`` stand for folders built from :data:`BASE_TARGET` and
+:data:`BASE_DRAFT` with the scenario's changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sglang_eagle3_embed import MODEL_IMPL
+from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
+
+__all__ = ["BASE_DRAFT", "BASE_TARGET", "EXAMPLES", "Scenario", "launch"]
+
+BASE_TARGET = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "moe_intermediate_size": 32,
+    "num_hidden_layers": 8,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_group": 1,
+    "topk_group": 1,
+    "kv_lora_rank": 16,
+    "q_lora_rank": 32,
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 16,
+    "v_head_dim": 16,
+    "vocab_size": 128,
+    "max_position_embeddings": 256,
+}
+BASE_DRAFT = {
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "vocab_size": 128,
+    "eagle_config": {IDS_FIELD: [-1, 2, 4]},
+}
+DELETE = object()
+"""A draft/target change value that removes the key."""
+
+
+def launch(*extra: str, steps=(3, 1, 4), algorithm="EAGLE3", draft=True, impl=MODEL_IMPL) -> tuple[str, ...]:
+    """A launch command line: the base EAGLE-3 deployment plus ``extra`` flags."""
+    flags = ["--model-path", "TARGET", "--speculative-algorithm", algorithm]
+    if draft:
+        flags += ["--speculative-draft-model-path", "DRAFT"]
+    for name, value in zip(("num-steps", "eagle-topk", "num-draft-tokens"), steps):
+        if value is not None:
+            flags += [f"--speculative-{name}", str(value)]
+    if impl:
+        flags += ["--model-impl", impl]
+    return (*flags, *extra)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    flags: tuple[str, ...] = field(default_factory=launch)
+    draft: dict = field(default_factory=dict)
+    """Changes to BASE_DRAFT (a nested dict replaces the whole value; DELETE removes a key)."""
+    target: dict = field(default_factory=dict)
+    fc_in_features: int | None = None
+    """Write a draft weight file whose fc.weight reads this many features."""
+    env: dict = field(default_factory=dict)
+
+
+EXAMPLES: dict[str, tuple[Scenario, Scenario]] = {
+    "partial-spec-triple": (Scenario(launch(steps=(None, 1, None))), Scenario(launch(steps=(3, 1, 4)))),
+    "model-impl-typo": (Scenario(launch(impl="sglang-eagle3-embed")), Scenario(launch())),
+    "plugin-inactive": (
+        Scenario(env={"SGLANG_PLUGINS": "some_other_plugin"}),
+        Scenario(env={"SGLANG_PLUGINS": "eagle3_embed"}),
+    ),
+    "draft-tokens-rewritten": (Scenario(launch(steps=(1, 1, 16))), Scenario(launch(steps=(15, 1, 16)))),
+    "page-size-forced": (
+        Scenario(launch("--attention-backend", "flashmla", "--page-size", "1")),
+        Scenario(launch("--attention-backend", "flashmla", "--page-size", "64")),
+    ),
+    "cuda-graph-above-max-running": (
+        Scenario(launch("--cuda-graph-max-bs-decode", "64")),
+        Scenario(launch("--cuda-graph-max-bs-decode", "64", "--max-running-requests", "64")),
+    ),
+    "draft-path-missing": (Scenario(launch(draft=False)), Scenario(launch())),
+    "eagle-with-eagle3-draft": (
+        Scenario(launch(algorithm="EAGLE", impl=None)),
+        Scenario(launch(algorithm="EAGLE3", impl=None)),
+    ),
+    "draft-config-unreadable": (Scenario(draft={"__raw__": "{not json"}), Scenario()),
+    "draft-config-shape": (Scenario(draft={"eagle_config": [-1, 2, 4]}), Scenario()),
+    "draft-ids-invalid": (
+        Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 2]}}),
+        Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 3]}}),
+    ),
+    "draft-ids-conflict": (
+        Scenario(draft={IDS_FIELD: [-1, 2, 5]}),
+        Scenario(draft={IDS_FIELD: [-1, 2, 4]}),
+    ),
+    "draft-ids-convention": (
+        Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 4], CONVENTION_FIELD: "hidden_states"}}),
+        Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 4], CONVENTION_FIELD: "layer_output"}}),
+    ),
+    "draft-ids-range": (
+        Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 7]}}),
+        Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 6]}}),
+    ),
+    "draft-use-aux-off": (
+        Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 4], "use_aux_hidden_state": False}}),
+        Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 4], "use_aux_hidden_state": True}}),
+    ),
+    "draft-aux-count": (
+        Scenario(draft={"num_aux_hidden_states": 2}),
+        Scenario(draft={"num_aux_hidden_states": 3}),
+    ),
+    "draft-ids-missing": (Scenario(draft={"eagle_config": DELETE}), Scenario()),
+    "draft-ids-undeclared": (
+        Scenario(draft={"eagle_config": {IDS_FIELD: [1, 3, 5]}}),
+        Scenario(draft={"eagle_config": {IDS_FIELD: [1, 3, 5], CONVENTION_FIELD: "layer_output"}}),
+    ),
+    "draft-fc-width": (Scenario(fc_in_features=128), Scenario(fc_in_features=192)),
+    "draft-target-hidden": (
+        Scenario(draft={"target_hidden_size": 32}),
+        Scenario(draft={"target_hidden_size": 64}),
+    ),
+    "draft-vocab": (Scenario(draft={"vocab_size": 256}), Scenario(draft={"vocab_size": 128})),
+    "stock-misreads-draft": (
+        Scenario(launch(impl=None)),
+        Scenario(launch(impl=None), draft={"eagle_config": {IDS_FIELD: [0, 3, 5]}}),
+    ),
+    "target-not-deepseek": (
+        Scenario(target={"architectures": ["LlamaForCausalLM"], "model_type": "llama"}),
+        Scenario(),
+    ),
+    "pipeline-parallel": (Scenario(launch("--pp-size", "2")), Scenario(launch("--tp-size", "1"))),
+    "two-batch-overlap": (Scenario(launch("--enable-two-batch-overlap")), Scenario(launch())),
+    "json-override-eagle-config": (
+        Scenario(launch("--json-model-override-args", '{"eagle_config": {"use_aux_hidden_state": true}}')),
+        Scenario(launch("--json-model-override-args", '{"max_position_embeddings": 256}')),
+    ),
+    "sglang-resolution": (
+        Scenario(launch("--attention-backend", "trtllm_mla")),
+        Scenario(launch("--attention-backend", "triton")),
+    ),
+}
+
+
+def _changed(base: dict, changes: dict) -> dict:
+    config = dict(base)
+    for key, value in changes.items():
+        if value is DELETE:
+            config.pop(key, None)
+        else:
+            config[key] = value
+    return config
+
+
+def materialize(scenario: Scenario, root) -> list[str]:
+    """Write the scenario's TARGET and DRAFT folders under ``root``; return its command line."""
+    import json
+    from pathlib import Path
+
+    root = Path(root)
+    target, draft = root / "target", root / "draft"
+    target.mkdir(parents=True, exist_ok=True)
+    draft.mkdir(parents=True, exist_ok=True)
+    (target / "config.json").write_text(json.dumps(_changed(BASE_TARGET, scenario.target)))
+    raw = scenario.draft.get("__raw__")
+    text = raw if raw is not None else json.dumps(_changed(BASE_DRAFT, scenario.draft))
+    (draft / "config.json").write_text(text)
+    weights = draft / "model.safetensors"
+    if scenario.fc_in_features is not None:
+        import numpy as np
+        from safetensors.numpy import save_file
+
+        save_file(
+            {"fc.weight": np.zeros((BASE_DRAFT["hidden_size"], scenario.fc_in_features), np.float16)}, weights
+        )
+    elif weights.exists():
+        weights.unlink()
+    return [{"TARGET": str(target), "DRAFT": str(draft)}.get(a, a) for a in scenario.flags]

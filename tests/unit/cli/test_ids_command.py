@@ -1,0 +1,69 @@
+"""``sglang-eagle3-embed ids`` and the command line's own contract, in process (pure core only)."""
+
+import json
+
+import pytest
+
+from sglang_eagle3_embed.cli import main
+from sglang_eagle3_embed.core.ids import IDS_FIELD
+
+
+def run(capsys, *args) -> tuple[int, str, str]:
+    try:
+        code = main(list(args))
+    except SystemExit as exit_:
+        code = exit_.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def write(tmp_path, name, config):
+    path = tmp_path / name
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps(config))
+    return str(path)
+
+
+def test_ids_explains_plugin_and_stock(tmp_path, capsys):
+    draft = write(tmp_path, "draft", {"eagle_config": {IDS_FIELD: [-1, 2, 30]}})
+    target = write(tmp_path, "target", {"num_hidden_layers": 61})
+    code, out, err = run(capsys, "ids", draft, "--target", target)
+    assert code == 0, err
+    assert "captures [embedding output, output of layer 2, output of layer 30]" in out
+    assert "fails at startup: RuntimeError: captured 2 of 3 aux hidden states" in out
+
+
+def test_ids_json_and_kimi_text_config(tmp_path, capsys):
+    draft = write(tmp_path, "draft", {IDS_FIELD: [30, -1, 2]})
+    target = write(tmp_path, "kimi", {"text_config": {"num_hidden_layers": 61}})
+    code, out, err = run(capsys, "ids", draft, "--target", target, "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["capture_indices"] == [31, 0, 3]
+    assert result["source"] == "top level"
+    assert result["stock_sglang"].startswith("serves [output of layer 1, output of layer 29")
+
+
+def test_ids_bad_config_exits_1_with_the_fix(tmp_path, capsys):
+    draft = write(tmp_path, "draft", {"eagle_config": {IDS_FIELD: [-1, 2, 2]}})
+    code, out, _ = run(capsys, "ids", draft, "--num-layers", "61")
+    assert code == 1
+    assert "repeats [2]" in out
+
+
+@pytest.mark.parametrize("args", [["ids"], ["ids", "x"], ["ids", "x", "--num-layers", "two"], ["nope"]])
+def test_bad_invocation_exits_2(capsys, args):
+    assert run(capsys, *args)[0] == 2
+
+
+def test_unreadable_config_exits_2(tmp_path, capsys):
+    code, _, err = run(capsys, "ids", str(tmp_path / "missing"), "--num-layers", "61")
+    assert code == 2
+    assert "cannot read" in err
+
+
+def test_no_arguments_prints_help_and_does_nothing_else(capsys):
+    code, out, _ = run(capsys)
+    assert code == 0
+    assert out.startswith("usage: sglang-eagle3-embed")
+    assert all(command in out for command in ("ids", "check", "probe", "demo", "pair"))
