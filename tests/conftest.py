@@ -32,7 +32,7 @@ def sglang_cpu():
 @pytest.fixture(scope="session")
 def tiny_pair(tmp_path_factory):
     """The default CPU pair (PairSpec()), built once into a cache that xdist workers share
-    (a concurrent build is resolved by :func:`sglang_eagle3_embed.doctor.tiny_target.publish`)."""
+    (concurrent builds wait on the cache lock of :func:`sglang_eagle3_embed.doctor.pair.build_pair`)."""
     from sglang_eagle3_embed.doctor.pair import build_pair
 
     root = tmp_path_factory.getbasetemp()

@@ -63,9 +63,11 @@ def _changes(scenario: Scenario) -> str:
         else f"draft `{k}` = `{'(removed)' if v is DELETE else v}`"
         for k, v in scenario.draft.items()
     ]
-    parts += [f"target `{k}` = `{v}`" for k, v in scenario.target.items()]
+    parts += [f"target `{k}` = `{'(removed)' if v is DELETE else v}`" for k, v in scenario.target.items()]
     if scenario.fc_in_features is not None:
         parts.append(f"draft `fc.weight` reads {scenario.fc_in_features} features")
+    if scenario.weights is not None:
+        parts.append(f"draft `model.safetensors` holds {len(scenario.weights)} bytes (damaged)")
     parts += [f"`{k}={v}`" for k, v in scenario.env.items()]
     return "; ".join(parts) or "none"
 

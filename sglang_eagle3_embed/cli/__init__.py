@@ -4,9 +4,14 @@
   SGLang 0.5.23 (pure: imports neither torch nor sglang);
 - ``check`` validates a deployment: the same arguments as ``sglang.launch_server``, resolved by
   SGLang's own argument resolution on the CPU, configs only (imports sglang when run);
-- ``probe`` measures a draft under each candidate wiring and names the one it was trained for;
+- ``probe`` measures a draft under each candidate wiring and tells which one it was trained for;
 - ``demo`` shows the failure and the fix on the tiny pair, on CPU;
 - ``pair`` builds (or finds in the cache) a tiny target/draft pair of a given size.
+
+Exit status of every command: 0 ok; 1 findings (the deployment or the draft is wrong, or the plugin
+misreads it); 2 a bad invocation or unreadable input, with the path or flag and what to do. Input a
+user can get wrong never ends in a traceback (``--debug`` shows one); with ``--json`` the output is
+JSON, errors included.
 """
 
 from __future__ import annotations
@@ -14,50 +19,78 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from pathlib import Path
 
 from sglang_eagle3_embed import MODEL_IMPL, __version__
 from sglang_eagle3_embed.core.draft_config import resolve_capture_plan, stock_reading
-from sglang_eagle3_embed.core.errors import DraftConfigError
+from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
 from sglang_eagle3_embed.core.findings import Severity
 
-__all__ = ["main"]
+__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
-def _usage_error(message: str) -> None:
-    print(f"sglang-eagle3-embed: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors follow the contract (JSON with --json) instead of exiting itself."""
+
+    def error(self, message):
+        raise InputError(f"{message} (see {self.prog} --help)")
 
 
-def _load_config(path: str) -> dict:
-    p = Path(path)
-    if p.is_dir():
-        p = p / "config.json"
+def config_file(path: str | Path) -> Path:
+    """``path`` itself, or its ``config.json`` when it is a folder."""
+    p = Path(path).expanduser()
+    return p / "config.json" if p.is_dir() else p
+
+
+def read_json(path: str | Path, what: str):
+    """The JSON in ``path`` (a folder means its ``config.json``); :class:`InputError` naming the file."""
+    p, file = Path(path).expanduser(), config_file(path)
+    if not file.exists():
+        where = "no such file or folder" if not p.exists() else "no config.json in it"
+        raise InputError(f"{what} {file}: {where}. Pass the model folder (or its config.json).")
     try:
-        return json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        _usage_error(f"cannot read {p}: {exc}")
+        text = file.read_text()
+    except OSError as exc:
+        raise InputError(f"{what} {file}: cannot be read: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what} {file} is not valid JSON ({exc}); fix or download it again.") from None
 
 
-def _target_layers(args) -> int:
-    if args.num_layers is not None:
-        return args.num_layers
-    config = _load_config(args.target)
-    text = config.get("text_config") or config  # Kimi-K2.5 nests the DeepSeek config
+def target_layers(target, where: Path) -> int:
+    """``num_hidden_layers`` of the target config read from ``where`` (Kimi-K2.5: of its
+    ``text_config``)."""
+    if not isinstance(target, dict):
+        raise InputError(f"target config {where} is not a JSON object but a {type(target).__name__}")
+    text = target.get("text_config", target)
+    if not isinstance(text, dict):
+        raise InputError(f"target config {where}: text_config is not a JSON object")
     layers = text.get("num_hidden_layers")
-    if not isinstance(layers, int):
-        _usage_error(f"{args.target} has no integer num_hidden_layers")
+    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+        raise InputError(
+            f"target config {where} has no integer num_hidden_layers (found {layers!r}); "
+            f"pass --num-layers N instead"
+        )
     return layers
 
 
 def _cmd_ids(args) -> int:
-    draft = _load_config(args.draft)
-    layers = _target_layers(args)
+    draft = read_json(args.draft, "draft config")
+    if args.num_layers is not None:
+        if args.num_layers < 1:
+            raise InputError(f"--num-layers {args.num_layers}: a target has at least one layer")
+        layers = args.num_layers
+    else:
+        layers = target_layers(read_json(args.target, "target config"), config_file(args.target))
     stock_indices, stock_outcome = stock_reading(draft, layers)
     try:
         plan = resolve_capture_plan(draft, layers)
     except DraftConfigError as exc:
-        result = {"ok": False, "error": str(exc), "stock_sglang": stock_outcome}
+        result = {"ok": False, "error": str(exc), "rule": exc.rule, "stock_sglang": stock_outcome}
     else:
         result = {
             "ok": True,
@@ -83,37 +116,44 @@ def _cmd_ids(args) -> int:
     else:
         print(f"error: {result['error']}")
         print(f"stock SGLang 0.5.23: {stock_outcome}")
-    return 0 if result["ok"] else 1
+    return EXIT_OK if result["ok"] else EXIT_FINDINGS
 
 
 CHECK_USAGE = """usage: sglang-eagle3-embed check [--json] <arguments of python -m sglang.launch_server>
 
 Validate a deployment without a GPU and without weights (configs only): SGLang's own argument
-resolution, then every rule of docs/validation.md. Exit 0: no error; 1: errors; 2: bad invocation."""
+resolution, then every rule of docs/validation.md. A rule that could not be evaluated says
+"not checked" and why. Exit 0: no error; 1: errors; 2: a bad invocation."""
 
 
 def _cmd_check(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(CHECK_USAGE)
-        return 0 if argv else 2
+        if not argv:
+            raise InputError("check needs the arguments of python -m sglang.launch_server")
+        return EXIT_OK
     as_json = "--json" in argv
     argv = [a for a in argv if a != "--json"]
-    from sglang_eagle3_embed.cli.check import render_json, render_table, run_check
+    from sglang_eagle3_embed.cli.check import LaunchArgumentsError, render_json, render_table, run_check
 
-    findings = run_check(argv)  # SGLang's parser exits 2 on bad arguments
+    try:
+        findings = run_check(argv)
+    except LaunchArgumentsError as exc:
+        raise InputError(str(exc)) from None
     print(render_json(findings) if as_json else render_table(findings))
-    return 1 if any(f.severity is Severity.ERROR for f in findings) else 0
+    return EXIT_FINDINGS if any(f.severity is Severity.ERROR for f in findings) else EXIT_OK
 
 
 def _cmd_probe(args) -> int:
-    from sglang_eagle3_embed.doctor.probe import load_prompts, probe_folders
+    from sglang_eagle3_embed.doctor.probe import check_output, probe_folders
 
-    prompts = load_prompts(args)
-    report = probe_folders(args, prompts)
-    print(json.dumps(report.as_dict(), indent=2) if args.json else report.table())
-    if args.output:
-        Path(args.output).write_text(json.dumps(report.as_dict(), indent=2))
-    return 0 if report.is_named(report.result("plugin")) else 1
+    output = check_output(args.output)  # before the run: a report must not be lost at its end
+    report = probe_folders(args)
+    text = json.dumps(report.as_dict(), indent=2)
+    print(text if args.json else report.table())
+    if output:
+        output.write_text(text)
+    return EXIT_OK if report.plugin_ok else EXIT_FINDINGS
 
 
 def _cmd_demo(args) -> int:
@@ -125,16 +165,17 @@ def _cmd_demo(args) -> int:
 def _cmd_pair(args) -> int:
     from dataclasses import replace
 
-    from sglang_eagle3_embed.doctor.pair import GPU_PAIR, PairSpec, build_pair
+    from sglang_eagle3_embed.doctor import pair
 
-    base = (GPU_PAIR if args.size == "gpu" else PairSpec()).target
+    default = pair.GPU_PAIR if args.size == "gpu" else pair.PairSpec()
     sizes = {"num_layers": args.layers, "hidden": args.hidden, "vocab": args.vocab, "heads": args.heads}
-    target = replace(base, **{k: v for k, v in sizes.items() if v is not None})
-    ids = tuple(args.ids) if args.ids else (GPU_PAIR if args.size == "gpu" else PairSpec()).ids
-    spec = PairSpec(target=target, ids=ids, convention=args.convention, declare=args.declare)
-    pair = build_pair(spec, args.cache, args.device)
-    print(json.dumps({"target": str(pair.target), "draft": str(pair.draft)}))
-    return 0
+    target = replace(default.target, **{k: v for k, v in sizes.items() if v is not None})
+    ids = tuple(args.ids) if args.ids else default.ids
+    spec = pair.PairSpec(target=target, ids=ids, convention=args.convention, declare=args.declare)
+    spec.validate()  # before anything is trained or cached
+    built = pair.build_pair(spec, args.cache, args.device)
+    print(json.dumps({"ok": True, "target": str(built.target), "draft": str(built.draft)}))
+    return EXIT_OK
 
 
 def _add_probe(sub) -> None:
@@ -178,11 +219,17 @@ def _add_pair(sub) -> None:
     pair.add_argument("--device", default="cpu", help="train on cpu (bit-reproducible) or cuda (faster)")
     pair.add_argument("--declare", action="store_true", help="write the convention into the draft config")
     pair.add_argument("--cache", help="cache folder (default: $SGLANG_EAGLE3_EMBED_CACHE or ~/.cache)")
+    pair.add_argument("--json", action="store_true", help="errors as JSON too (the result always is)")
     pair.set_defaults(func=_cmd_pair)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sglang-eagle3-embed", description=__doc__.splitlines()[0])
+    parser = _Parser(
+        prog="sglang-eagle3-embed",
+        description=__doc__.splitlines()[0],
+        epilog="Exit status: 0 ok, 1 findings, 2 a bad invocation or unreadable input. "
+        "--debug (any command) shows the traceback of an error.",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     ids = sub.add_parser("ids", help="explain which target tensors a draft config selects")
@@ -201,15 +248,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fail(message: str, as_json: bool, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    if as_json:
+        print(json.dumps({"ok": False, "error": message, "exit_code": EXIT_USAGE}, indent=2))
+    else:
+        print(f"sglang-eagle3-embed: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    as_json = "--json" in argv
     if not argv:
         build_parser().print_help()
-        return 0
-    if argv[0] == "check":  # everything after `check` belongs to SGLang's parser
-        return _cmd_check(argv[1:])
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+        return EXIT_OK
+    try:
+        if argv[0] == "check":  # everything after `check` belongs to SGLang's parser
+            return _cmd_check(argv[1:])
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except InputError as exc:
+        return _fail(str(exc), as_json, debug)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # never a traceback for a user; --debug shows it
+        return _fail(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)", as_json, debug)
 
 
 if __name__ == "__main__":

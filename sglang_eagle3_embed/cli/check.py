@@ -16,7 +16,7 @@ from importlib.metadata import entry_points
 from sglang_eagle3_embed.core.compat import check_sglang_version, installed_sglang_version
 from sglang_eagle3_embed.core.errors import PluginInactiveError, ValidationError
 from sglang_eagle3_embed.core.findings import Finding, Severity
-from sglang_eagle3_embed.core.rules import RULES, evaluate
+from sglang_eagle3_embed.core.rules import RULES, evaluate, not_checked
 
 __all__ = ["plugin_status", "render_json", "render_table", "run_check", "verdicts"]
 
@@ -37,45 +37,73 @@ def plugin_status() -> tuple[bool, str]:
     return True, ""
 
 
-def run_check(argv: list[str]) -> list[Finding]:
-    """Parse ``argv`` like ``sglang.launch_server``, resolve it without a GPU, run every rule."""
+class LaunchArgumentsError(ValueError):
+    """SGLang's own parser refused the launch arguments (its message, without its usage text)."""
+
+
+def parse_launch(args: list[str]):
+    """SGLang's ``prepare_server_args``, with its argparse exit turned into :class:`LaunchArgumentsError`
+    (SGLang would print its whole usage text and exit 2)."""
+    import contextlib
+    import io
+
     from sglang.srt.server_args import prepare_server_args
 
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            return prepare_server_args(args)
+    except SystemExit as exc:
+        lines = [line for line in err.getvalue().splitlines() if "error:" in line]
+        message = lines[-1].split("error:", 1)[1].strip() if lines else f"exit status {exc.code}"
+        raise LaunchArgumentsError(
+            f"{message} (the arguments of python -m sglang.launch_server; see its --help)"
+        ) from None
+
+
+def run_check(argv: list[str]) -> list[Finding]:
+    """Parse ``argv`` like ``sglang.launch_server``, resolve it without a GPU, run every rule. A rule
+    of a stage that could not run is reported as not checked, never as passed."""
     from sglang_eagle3_embed.patch.speculative_validation import snapshot
 
     args = list(argv)
     if not any(a == "--device" or a.startswith("--device=") for a in args):
         args += ["--device", "cpu"]  # SGLang's resolution needs a device; cpu needs no accelerator
-    server_args = prepare_server_args(args)
+    server_args = parse_launch(args)
     active, reason = plugin_status()
     findings = evaluate(
         snapshot(server_args, resolved=False, plugin_active=active, plugin_reason=reason), "pre"
     )
     if any(f.severity is Severity.ERROR for f in findings):
-        return findings  # SGLang's own resolution would stop on the same problem, less clearly
+        # SGLang's own resolution would stop on the same problem, less clearly
+        return findings + not_checked("post", "SGLang's resolution was not run after the errors above")
     try:
         server_args.resolve_once()
     except ValidationError as exc:  # the plugin's launch hook, when loaded in this process
         return findings + exc.findings
     except Exception as exc:  # SGLang's own refusal, reported as a finding
-        return [*findings, Finding("sglang-resolution", Severity.ERROR, f"{type(exc).__name__}: {exc}")]
+        refusal = Finding("sglang-resolution", Severity.ERROR, f"{type(exc).__name__}: {exc}")
+        return [*findings, refusal, *not_checked("post", "SGLang's resolution refused the launch")]
     return findings + evaluate(
         snapshot(server_args, resolved=True, plugin_active=active, plugin_reason=reason), "post"
     )
 
 
+RANK = {"ok": 0, Severity.NOT_CHECKED.value: 1, Severity.WARNING.value: 2, Severity.ERROR.value: 3}
+
+
 def verdicts(findings: list[Finding]) -> dict[str, str]:
-    """Every rule's verdict: ``ok``, ``warning`` or ``error``."""
+    """Every rule's verdict: ``ok``, ``not checked``, ``warning`` or ``error`` (the gravest)."""
     result = dict.fromkeys(RULES, "ok")
     for f in findings:
-        if result.get(f.rule) != Severity.ERROR.value:
+        if RANK[f.severity.value] > RANK[result.get(f.rule, "ok")]:
             result[f.rule] = f.severity.value
     return result
 
 
 def render_table(findings: list[Finding]) -> str:
     width = max(len(r) for r in RULES)
-    lines = [f"{'rule':<{width}}  verdict  message", f"{'-' * width}  -------  -------"]
+    lines = [f"{'rule':<{width}}  {'verdict':<11}  message", f"{'-' * width}  {'-' * 11}  -------"]
     messages: dict[str, list[str]] = {}
     for f in findings:
         messages.setdefault(f.rule, []).append(f.message)
@@ -83,12 +111,13 @@ def render_table(findings: list[Finding]) -> str:
         texts = messages.get(rule_id) or [""]
         for i, text in enumerate(texts):
             wrapped = textwrap.wrap(text, 100) or [""]
-            head = f"{rule_id if i == 0 else '':<{width}}  {verdict if i == 0 else '':<7}  "
+            head = f"{rule_id if i == 0 else '':<{width}}  {verdict if i == 0 else '':<11}  "
             lines.append(head + wrapped[0])
             lines.extend(" " * len(head) + w for w in wrapped[1:])
-    errors = sum(f.severity is Severity.ERROR for f in findings)
-    warnings = sum(f.severity is Severity.WARNING for f in findings)
-    lines.append(f"\n{errors} error(s), {warnings} warning(s)")
+    counts = list(verdicts(findings).values())
+    errors, warnings = counts.count("error"), counts.count("warning")
+    unchecked = counts.count(Severity.NOT_CHECKED.value)
+    lines.append(f"\n{errors} error(s), {warnings} warning(s), {unchecked} rule(s) not checked")
     return "\n".join(lines)
 
 

@@ -52,7 +52,11 @@ class Deployment:
     target: Mapping | None = None
     draft: Mapping | None = None
     draft_error: str | None = None
+    """Why the draft's config.json could not be read (None when it was, or when there is no draft)."""
     draft_fc_in_features: int | None = None
+    """The draft fc's input width from its local weights' headers (None when not known)."""
+    draft_weights_error: str | None = None
+    """Why the draft's local weights could not be read (a damaged or incomplete checkpoint)."""
     plugin_active: bool = True
     plugin_reason: str = ""
 
@@ -77,6 +81,11 @@ class Deployment:
         return self.algorithm == "EAGLE3"
 
     @property
+    def draft_fields(self) -> Mapping:
+        """The draft config's fields ({} when there is none, or when it is not a JSON object)."""
+        return self.draft if isinstance(self.draft, Mapping) else {}
+
+    @property
     def target_text(self) -> Mapping:
         """The target's text config (Kimi-K2.5 nests its DeepSeek config in ``text_config``)."""
         target = self.target or {}
@@ -98,12 +107,21 @@ class Deployment:
 
     @cached_property
     def capture(self) -> CapturePlan | DraftConfigError | None:
-        """The draft's capture plan for this target, the reason there is none, or None when there
-        is no draft config or no target layer count (computed once per deployment)."""
-        layers = self.target_text.get("num_hidden_layers")
-        if self.draft is None or not isinstance(layers, int):
+        """The draft's capture plan for this target, the error that prevents one, or None when
+        there is no draft config or no target config to plan from (:attr:`no_capture` says which).
+        Computed once per deployment."""
+        if self.no_capture:
             return None
         try:
-            return resolve_capture_plan(self.draft, layers)
+            return resolve_capture_plan(self.draft, self.target_text.get("num_hidden_layers"))
         except DraftConfigError as err:
             return err
+
+    @property
+    def no_capture(self) -> str | None:
+        """Why there is nothing to plan from, or None."""
+        if self.draft is None:
+            return "no draft config was read"
+        if self.target is None:
+            return "the target's config.json was not read"
+        return None

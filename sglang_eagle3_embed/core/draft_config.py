@@ -208,11 +208,14 @@ def _check_range(draft: DraftIds, convention: Convention, indices, num_layers: i
         lo, hi = id_range(convention, num_layers)
         where = f"{IDS_FIELD} = {list(draft.ids)} ({convention.value})"
         allowed = f"{lo}..{hi}"
+    hint = ""
+    if any(i < -1 for i, _ in bad):
+        hint = f" {min(i for i, _ in bad)} names no tensor: did you mean -1 (the embedding output)?"
     raise DraftConfigError(
         f"{where} has out-of-range entries {[i for i, _ in bad]} for a target with {num_layers} "
-        f"layers; allowed: {allowed}. The DeepSeek family in SGLang 0.5.23 captures the embedding "
-        f"output and the outputs of layers 0..{num_layers - 2}; the output of the last layer has "
-        f"no capture point. Check that the draft was trained for this target.",
+        f"layers; allowed: {allowed}.{hint} The DeepSeek family in SGLang 0.5.23 captures the "
+        f"embedding output and the outputs of layers 0..{num_layers - 2}; the output of the last "
+        f"layer has no capture point. Check that the draft was trained for this target.",
         rule="draft-ids-range",
     )
 
@@ -225,7 +228,10 @@ def resolve_capture_plan(config: Mapping, num_layers: int) -> CapturePlan:
     """
     if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
         raise DraftConfigError(
-            f"the target's num_hidden_layers is {num_layers!r}; expected a positive int.",
+            f"the target's num_hidden_layers (text_config.num_hidden_layers for Kimi-K2.5) is "
+            f"{num_layers!r}; expected a positive integer. Without it the plugin cannot tell which "
+            f"layers the draft's ids name, and would stop only while loading the model. Fix: use "
+            f"the target's original config.json.",
             rule="target-config",
         )
     draft = read_draft_ids(config)

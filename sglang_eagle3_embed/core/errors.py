@@ -12,6 +12,7 @@ from sglang_eagle3_embed import FAMILY, MODEL_IMPL
 __all__ = [
     "DraftConfigError",
     "Eagle3EmbedError",
+    "InputError",
     "PluginInactiveError",
     "UnsupportedModeError",
     "ValidationError",
@@ -71,6 +72,11 @@ class UnsupportedModeError(Eagle3EmbedError):
             f"(srt/models/deepseek_v2.py:3163-3172, 3202-3210), so aux hidden states would be "
             f"missing on overlapped batches. Fix: drop --enable-two-batch-overlap."
         )
+
+
+class InputError(Eagle3EmbedError, ValueError):
+    """Input a user can get wrong for a command (a missing or damaged file, an impossible flag):
+    the message names the path or flag and what to do. The command line exits 2 on it."""
 
 
 class PluginInactiveError(Eagle3EmbedError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["Finding", "Severity"]
+__all__ = ["Finding", "NotChecked", "Severity"]
 
 
 class Severity(str, Enum):
@@ -13,6 +13,8 @@ class Severity(str, Enum):
     """Stops the launch: SGLang would fail late or serve silently wrong output."""
     WARNING = "warning"
     """Logged once: SGLang changes something harmless or keeps a legacy reading."""
+    NOT_CHECKED = "not checked"
+    """The rule applies but lacks what it reads (its message says what): neither passed nor failed."""
 
 
 @dataclass(frozen=True)
@@ -20,3 +22,10 @@ class Finding:
     rule: str
     severity: Severity
     message: str
+
+
+@dataclass(frozen=True)
+class NotChecked:
+    """Yielded by a rule's check instead of a message when it cannot evaluate the launch."""
+
+    why: str

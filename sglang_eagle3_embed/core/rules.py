@@ -21,10 +21,10 @@ from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.deployment import EAGLE_FAMILY, Deployment
 from sglang_eagle3_embed.core.draft_config import CapturePlan, stock_reading
 from sglang_eagle3_embed.core.errors import DraftConfigError, UnsupportedModeError
-from sglang_eagle3_embed.core.findings import Finding, Severity
+from sglang_eagle3_embed.core.findings import Finding, NotChecked, Severity
 from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
 
-__all__ = ["RULES", "Rule", "evaluate"]
+__all__ = ["RULES", "Rule", "evaluate", "not_checked"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ class Rule:
     title: str
     silent: str
     """What SGLang 0.5.23 does when the rule would fire, with the source line."""
-    check: Callable[[Deployment], Iterable[str]]
+    check: Callable[[Deployment], Iterable[str | NotChecked]]
+    """Yields a message per problem, or :class:`NotChecked` when it lacks what it reads."""
 
 
 RULES: dict[str, Rule] = {}
@@ -53,9 +54,13 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _plan(d: Deployment) -> CapturePlan | None:
-    """The capture plan, or None when the draft config is unusable (other rules report why)."""
-    return d.capture if isinstance(d.capture, CapturePlan) else None
+def _plan(d: Deployment) -> CapturePlan | NotChecked:
+    """The capture plan, or why a rule that reads it cannot be checked (other rules report why)."""
+    if isinstance(d.capture, CapturePlan):
+        return d.capture
+    if isinstance(d.capture, DraftConfigError):
+        return NotChecked(f"the draft's capture plan stopped at [{d.capture.rule}]")
+    return NotChecked(d.no_capture)
 
 
 # ---------------------------------------------------------------- pre: flags as passed
@@ -235,7 +240,7 @@ def _looks_eagle3(draft: Mapping) -> bool:
     "(srt/models/llama_eagle3.py:229-238): accept length about 1.0",
 )
 def _eagle_with_eagle3_draft(d: Deployment):
-    if d.algorithm in ("EAGLE", "NEXTN") and d.draft is not None and _looks_eagle3(d.draft):
+    if d.algorithm in ("EAGLE", "NEXTN") and _looks_eagle3(d.draft_fields):
         yield (
             f"--speculative-algorithm {d.algorithm} with an EAGLE-3 draft (it declares aux hidden "
             f"states): SGLang 0.5.23 would silently skip the draft's fc and feed it the final "
@@ -255,7 +260,27 @@ def _draft_unreadable(d: Deployment):
         yield f"cannot read the draft's config.json: {d.draft_error}. Fix the file, then launch again."
 
 
+@rule(
+    "draft-weights-unreadable",
+    Severity.ERROR,
+    "pre",
+    "The draft's weights cannot be read (an interrupted download, a broken index)",
+    "fails while loading the draft, after the target's weights were loaded",
+)
+def _draft_weights_unreadable(d: Deployment):
+    if d.eagle3 and d.draft_weights_error:
+        yield (
+            f"cannot read the draft's weights: {d.draft_weights_error}. SGLang 0.5.23 would fail while "
+            f"loading the draft, after loading the target. Fix: download the draft again (or repair "
+            f"its model.safetensors.index.json)."
+        )
+
+
 _DRAFT_RULES = {
+    "target-config": (
+        "The target's config has no usable layer count",
+        "stops only while loading the model, after its weights are read, when the plugin plans the captures",
+    ),
     "draft-config-shape": (
         "Malformed draft config fields",
         "ignores a malformed eagle_config and captures defaults",
@@ -291,13 +316,16 @@ def _draft_rule(rule_id: str):
     """The check of one draft-config rule: the plan's error or warnings carrying that rule id."""
 
     def check(d: Deployment):
-        if not d.eagle3 or d.capture is None:
+        if not d.eagle3:
             return
-        if isinstance(d.capture, DraftConfigError):
-            if d.capture.rule == rule_id:
-                yield str(d.capture)
+        if isinstance(d.capture, DraftConfigError) and d.capture.rule == rule_id:
+            yield str(d.capture)
             return
-        yield from (w.message for w in d.capture.warnings if w.rule == rule_id)
+        plan = _plan(d)
+        if isinstance(plan, NotChecked):
+            yield plan
+            return
+        yield from (w.message for w in plan.warnings if w.rule == rule_id)
 
     return check
 
@@ -321,6 +349,21 @@ rule(
 )(_draft_rule("draft-ids-undeclared"))
 
 
+def _draft_and_target(check):
+    """For a rule that compares the draft's config with the target's: EAGLE-3 launches only, and
+    not checked unless both configs were read."""
+
+    def checked(d: Deployment):
+        if not d.eagle3:
+            return
+        if d.no_capture:
+            yield NotChecked(d.no_capture)
+            return
+        yield from check(d)
+
+    return checked
+
+
 @rule(
     "draft-fc-width",
     Severity.ERROR,
@@ -329,9 +372,19 @@ rule(
     "fails in the fc matmul, or skips fc when the widths happen to match (llama_eagle3.py:229-238)",
 )
 def _draft_fc_width(d: Deployment):
+    if not d.eagle3:
+        return
     plan = _plan(d)
-    hidden = (d.draft or {}).get("target_hidden_size") or d.target_text.get("hidden_size")
-    if not d.eagle3 or plan is None or d.draft_fc_in_features is None or not isinstance(hidden, int):
+    hidden = d.draft_fields.get("target_hidden_size") or d.target_text.get("hidden_size")
+    if isinstance(plan, NotChecked):
+        yield plan
+        return
+    if d.draft_fc_in_features is None:
+        why = "its weights could not be read" if d.draft_weights_error else "no local fc.weight to read"
+        yield NotChecked(f"the draft's fc width is unknown: {why}")
+        return
+    if not isinstance(hidden, int):
+        yield NotChecked("neither the draft's target_hidden_size nor the target's hidden_size is an integer")
         return
     expected = len(plan.indices) * hidden
     if d.draft_fc_in_features != expected:
@@ -349,15 +402,14 @@ def _draft_fc_width(d: Deployment):
     "The draft's target_hidden_size differs from the target's hidden_size",
     "fails in the fc or in a static buffer copy (srt/speculative/eagle_utils.py:237-276)",
 )
+@_draft_and_target
 def _draft_target_hidden(d: Deployment):
-    draft, target_hidden = d.draft or {}, d.target_text.get("hidden_size")
+    draft, target_hidden = d.draft_fields, d.target_text.get("hidden_size")
     declared = draft.get("target_hidden_size") or draft.get("hidden_size")
-    if (
-        d.eagle3
-        and isinstance(target_hidden, int)
-        and isinstance(declared, int)
-        and declared != target_hidden
-    ):
+    if not isinstance(target_hidden, int) or not isinstance(declared, int):
+        yield NotChecked("the draft's target_hidden_size or the target's hidden_size is not an integer")
+        return
+    if declared != target_hidden:
         name = (
             "target_hidden_size" if draft.get("target_hidden_size") else "hidden_size (no target_hidden_size)"
         )
@@ -375,10 +427,12 @@ def _draft_target_hidden(d: Deployment):
     "Draft and target vocabularies disagree",
     "fails at load or maps draft tokens to the wrong target tokens",
 )
+@_draft_and_target
 def _draft_vocab(d: Deployment):
-    draft, target_vocab = d.draft or {}, d.target_text.get("vocab_size")
+    draft, target_vocab = d.draft_fields, d.target_text.get("vocab_size")
     vocab, draft_vocab = draft.get("vocab_size"), draft.get("draft_vocab_size")
-    if not d.eagle3 or not isinstance(target_vocab, int):
+    if not isinstance(target_vocab, int):
+        yield NotChecked("the target's vocab_size is not an integer")
         return
     if isinstance(vocab, int) and vocab != target_vocab:
         yield (
@@ -397,8 +451,11 @@ def _draft_vocab(d: Deployment):
     "dies at startup or serves the wrong tensors (first-id heuristic, nested ids only, ascending order)",
 )
 def _stock_misreads(d: Deployment):
+    if not d.eagle3 or not d.family or d.plugin_requested:
+        return
     plan = _plan(d)
-    if not d.eagle3 or not d.family or d.plugin_requested or plan is None:
+    if isinstance(plan, NotChecked):
+        yield plan
         return
     stock_indices, outcome = stock_reading(d.draft, d.target_text["num_hidden_layers"])
     if list(plan.indices) != stock_indices:
@@ -487,5 +544,18 @@ def evaluate(d: Deployment, stage: str) -> list[Finding]:
     findings = []
     for r in RULES.values():
         if r.stage == stage:
-            findings.extend(Finding(r.id, r.severity, message) for message in r.check(d))
+            findings.extend(_finding(r, item) for item in r.check(d))
     return findings
+
+
+def _finding(r: Rule, item: str | NotChecked) -> Finding:
+    if isinstance(item, NotChecked):
+        return Finding(r.id, Severity.NOT_CHECKED, f"not checked: {item.why}")
+    return Finding(r.id, r.severity, item)
+
+
+def not_checked(stage: str, why: str) -> list[Finding]:
+    """Every rule of ``stage``, reported as not checked (the stage did not run)."""
+    return [
+        Finding(r.id, Severity.NOT_CHECKED, f"not checked: {why}") for r in RULES.values() if r.stage == stage
+    ]

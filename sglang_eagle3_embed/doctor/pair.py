@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
 from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD, Convention
+from sglang_eagle3_embed.doctor import cache
 from sglang_eagle3_embed.doctor.tiny_target import (
     GPU_TARGET,
     Language,
     TargetSpec,
     build_target,
     default_cache_dir,
-    publish,
 )
 
 __all__ = ["Pair", "PairSpec", "build_pair", "write_config_variant"]
@@ -46,6 +47,26 @@ class PairSpec:
         blob = json.dumps(asdict(self), sort_keys=True).encode()
         ids = "_".join(str(i) for i in self.ids)
         return f"draft-{ids}-{hashlib.sha1(blob).hexdigest()[:10]}"
+
+    def validate(self) -> None:
+        """Raise :class:`InputError` for a spec that cannot be built, or whose draft config would
+        describe tensors the draft was not trained on: the target's sizes, then the draft's config
+        (with its convention declared) through the plugin's own capture plan."""
+        self.target.validate()
+        if self.convention not in {c.value for c in (Convention.LAYER_OUTPUT, Convention.HIDDEN_STATES)}:
+            raise InputError(f"--convention {self.convention}: use layer_output or hidden_states")
+        from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict
+
+        t = self.target
+        config = draft_config_dict(t.hidden, t.vocab, t.heads, list(self.ids), t.hidden)
+        config["eagle_config"][CONVENTION_FIELD] = self.convention
+        try:
+            resolve_capture_plan(config, t.num_layers)
+        except DraftConfigError as exc:
+            raise InputError(
+                f"--ids {' '.join(map(str, self.ids))} with --convention {self.convention} and "
+                f"--layers {t.num_layers}: {exc}"
+            ) from None
 
 
 GPU_PAIR = PairSpec(target=GPU_TARGET, ids=(-1, 4, 10))
@@ -80,19 +101,26 @@ def _draft_config(spec: PairSpec, hf_config) -> dict:
 
 def build_pair(spec: PairSpec = PairSpec(), cache_dir: Path | None = None, device: str = "cpu") -> Pair:
     """Build (or find in the cache) the target and the draft of ``spec``; trained on ``device``
-    (the CPU is bit-reproducible; "cuda" is faster, for GPU-sized pairs)."""
-    from filelock import FileLock
+    (the CPU is bit-reproducible; "cuda" is faster, for GPU-sized pairs). A complete pair is used
+    without a lock (a read-only cache works); a build locks, cleans what killed builds left, and
+    rebuilds what its manifest does not vouch for."""
+    import filelock
 
-    cache = Path(cache_dir or default_cache_dir())
-    cache.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(cache / f"{spec.key}.lock")):  # concurrent builders wait for the first
-        return _build_pair(spec, cache, device)
+    root = Path(cache_dir or default_cache_dir())
+    target, draft = root / spec.target.key, root / spec.key
+    if cache.usable(target) and cache.usable(draft):
+        return Pair(target, draft, spec)
+    spec.validate()
+    root.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(root / f"{spec.key}.lock")):  # concurrent builders wait for the first
+        cache.clean_stale(root)
+        return _build_pair(spec, root, device)
 
 
-def _build_pair(spec: PairSpec, cache: Path, device: str) -> Pair:
-    target_dir = build_target(spec.target, cache, device)
-    folder = cache / spec.key
-    if not (folder / "config.json").exists():
+def _build_pair(spec: PairSpec, root: Path, device: str) -> Pair:
+    target_dir = build_target(spec.target, root, device)
+    folder = root / spec.key
+    if not cache.usable(folder):
         from safetensors.torch import save_file
         from transformers import AutoModelForCausalLM
 
@@ -110,12 +138,11 @@ def _build_pair(spec: PairSpec, cache: Path, device: str) -> Pair:
             seed=spec.seed,
             device=device,
         )
-        tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
-        tmp.mkdir(parents=True, exist_ok=True)
+        tmp = cache.temporary(folder)
         save_file(draft.checkpoint(), str(tmp / "model.safetensors"))
         (tmp / "config.json").write_text(json.dumps(_draft_config(spec, target.config), indent=2))
         (tmp / DRAFT_SPEC_FILE).write_text(json.dumps(asdict(spec), indent=2))
-        publish(tmp, folder)
+        cache.publish(tmp, folder)
     return Pair(target_dir, folder, spec)
 
 

@@ -69,7 +69,8 @@ class Eagle3Draft(nn.Module):
         self.config.head_dim = self.config.hidden_size // self.config.num_attention_heads
         ids = config_dict["eagle_config"]["eagle_aux_hidden_state_layer_ids"]
         hidden = self.config.hidden_size
-        self.fc = nn.Linear(len(ids) * config_dict["target_hidden_size"], hidden, bias=False)
+        self.target_hidden = config_dict["target_hidden_size"]
+        self.fc = nn.Linear(len(ids) * self.target_hidden, hidden, bias=False)
         self.midlayer = _MidLayer(self.config)
         self.norm = LlamaRMSNorm(hidden, eps=self.config.rms_norm_eps)
         self.lm_head = nn.Linear(hidden, config_dict["draft_vocab_size"], bias=False)

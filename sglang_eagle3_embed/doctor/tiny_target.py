@@ -19,13 +19,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
-__all__ = ["Language", "TargetSpec", "build_target", "default_cache_dir", "publish", "train_target"]
+from sglang_eagle3_embed.core.errors import InputError
+from sglang_eagle3_embed.doctor import cache
+
+__all__ = ["Language", "TargetSpec", "build_target", "default_cache_dir", "train_target"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,26 @@ class TargetSpec:
     def key(self) -> str:
         blob = json.dumps(asdict(self), sort_keys=True).encode()
         return f"target-L{self.num_layers}-H{self.hidden}-{hashlib.sha1(blob).hexdigest()[:10]}"
+
+    def validate(self) -> None:
+        """Raise :class:`InputError` for sizes the target or its draft cannot be built with."""
+        problems = []
+        if self.num_layers < 1:
+            problems.append(f"--layers {self.num_layers}: a target needs at least one layer")
+        if self.heads < 1:
+            problems.append(f"--heads {self.heads}: at least one attention head")
+        elif self.hidden < 2 * self.heads or self.hidden % (2 * self.heads):
+            problems.append(
+                f"--hidden {self.hidden}: must be a positive multiple of 2 x --heads ({2 * self.heads}), "
+                f"so that the draft's attention heads have an even (rotary) width"
+            )
+        if self.vocab < self.groups:
+            problems.append(
+                f"--vocab {self.vocab}: the synthetic language needs at least {self.groups} tokens "
+                f"(one per topic)"
+            )
+        if problems:
+            raise InputError("; ".join(problems))
 
 
 GPU_TARGET = TargetSpec(
@@ -134,23 +156,15 @@ def default_cache_dir() -> Path:
 
 
 def build_target(spec: TargetSpec = TargetSpec(), cache_dir: Path | None = None, device: str = "cpu") -> Path:
-    """The trained target's folder (HF format, loadable by SGLang), built once per spec."""
+    """The trained target's folder (HF format, loadable by SGLang), built once per spec and
+    verified against its manifest on every call (:mod:`sglang_eagle3_embed.doctor.cache`)."""
     folder = Path(cache_dir or default_cache_dir()) / spec.key
-    if (folder / "config.json").exists():
+    if cache.usable(folder):
         return folder
-    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+    spec.validate()
+    tmp = cache.temporary(folder)
     train_target(spec, device).save_pretrained(tmp, safe_serialization=True)
     (tmp / "tiny_target_spec.json").write_text(json.dumps(asdict(spec), indent=2))
     (tmp / "built_on.txt").write_text(f"{device} torch {torch.__version__}\n")
-    publish(tmp, folder)
+    cache.publish(tmp, folder)
     return folder
-
-
-def publish(tmp: Path, folder: Path) -> None:
-    """Move a finished build into place; a concurrent builder that finished first wins."""
-    try:
-        tmp.rename(folder)
-    except OSError:
-        if not (folder / "config.json").exists():
-            raise
-        shutil.rmtree(tmp, ignore_errors=True)

@@ -3,7 +3,9 @@
 A wiring is the ordered list of target tensors (capture indices: 0 = embedding output, ``i`` =
 output of layer ``i-1``) concatenated into the draft's fc. :func:`candidate_wirings` lists the
 plugin's reading of the draft config, stock SGLang 0.5.23's, and the readings a neighbouring
-convention or a slip would give, deduplicated (a wiring reached several ways keeps every name).
+convention or a slip would give: every layer moved by one, each one moved alone, the embedding
+replaced or dropped. They come from the ids themselves when the plugin refuses the config.
+Deduplicated: a wiring reached several ways keeps every name.
 """
 
 from __future__ import annotations
@@ -11,9 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sglang_eagle3_embed.core.draft_config import read_draft_ids, resolve_capture_plan, stock_reading
+from sglang_eagle3_embed.core.draft_config import (
+    DraftIds,
+    read_draft_ids,
+    resolve_capture_plan,
+    stock_reading,
+)
 from sglang_eagle3_embed.core.errors import DraftConfigError
-from sglang_eagle3_embed.core.ids import describe_capture_indices, stock_capture_indices
+from sglang_eagle3_embed.core.ids import Convention, describe_capture_indices, stock_capture_indices
 
 __all__ = ["PLUGIN", "STOCK", "Wiring", "candidate_wirings"]
 
@@ -40,6 +47,28 @@ def _valid(indices, num_layers: int, width: int) -> bool:
     return len(indices) == width and len(set(indices)) == width and all(0 <= i < num_layers for i in indices)
 
 
+def _draft_ids(config: Mapping) -> DraftIds:
+    """What the config says, or nothing where it is malformed (the plugin's line says why)."""
+    try:
+        return read_draft_ids(config)
+    except DraftConfigError:
+        return DraftIds(None, "", None, True, 3)
+
+
+def _literal(draft: DraftIds) -> tuple[int, ...] | None:
+    """The ids read in the convention they declare or imply (layer outputs unless they declare
+    ``hidden_states``), whether or not the plugin accepts them."""
+    if draft.ids is None:
+        return None
+    if draft.declared is Convention.HIDDEN_STATES and -1 not in draft.ids:
+        return tuple(draft.ids)
+    return tuple(i + 1 for i in draft.ids)
+
+
+def _layer(index: int) -> str:
+    return "embedding" if index == 0 else f"layer {index - 1}"
+
+
 def _readings(config: Mapping, num_layers: int, width: int):
     """(name, indices or None, failure) in the order the report lists them."""
     try:
@@ -56,7 +85,8 @@ def _readings(config: Mapping, num_layers: int, width: int):
         failure = outcome if not outcome.startswith("serves") else f"fc shape mismatch: {outcome}"
         yield STOCK, None, failure
 
-    ids = read_draft_ids(config).ids
+    draft = _draft_ids(config)
+    ids = draft.ids
     if ids is not None:
         if -1 not in ids:
             yield "ids as HF hidden_states", tuple(ids), None
@@ -64,22 +94,33 @@ def _readings(config: Mapping, num_layers: int, width: int):
         yield "stock's first-id heuristic", tuple(stock_capture_indices(list(ids), num_layers)), None
     if width == 3:
         yield "SGLang's default layers", tuple(stock_capture_indices(None, num_layers)), None
-    if plugin is None:
+    # the neighbours of what the config describes: the plugin's reading, or, where the plugin
+    # refuses the config, the ids read literally (candidates outside the target are dropped later)
+    base = plugin if plugin is not None else _literal(draft)
+    if base is None:
         return
-    layers = [i for i in plugin if i != 0]
+    layers = [i for i in base if i != 0]
     for delta, label in ((-1, "layers off by one (earlier)"), (1, "layers off by one (later)")):
-        yield label, tuple(i if i == 0 else i + delta for i in plugin), None
-    if 0 in plugin:
-        yield "layer 0's output for the embedding", tuple(1 if i == 0 else i for i in plugin), None
+        yield label, tuple(i if i == 0 else i + delta for i in base), None
+    if 0 in base:
+        yield "layer 0's output for the embedding", tuple(1 if i == 0 else i for i in base), None
         tail = max(layers, default=0) + 1
         yield "embedding dropped, layers shifted left", (*layers, tail), None
-    if list(plugin) != sorted(plugin):
-        yield "packed in ascending order", tuple(sorted(plugin)), None
+    for slot, index in enumerate(base):
+        for moved in (index - 1, index + 1):
+            if index == 0 or moved == 0:
+                continue  # the embedding's own neighbour is named above
+            wiring = (*base[:slot], moved, *base[slot + 1 :])
+            yield f"{_layer(index)} read as {_layer(moved)}", wiring, None
+    if list(base) != sorted(base):
+        yield "packed in ascending order", tuple(sorted(base)), None
 
 
-def candidate_wirings(config: Mapping, num_layers: int) -> list[Wiring]:
-    """Distinct wirings for a draft config and a target with ``num_layers`` layers (plugin first)."""
-    width = read_draft_ids(config).draft_num_aux
+def candidate_wirings(config: Mapping, num_layers: int, width: int | None = None) -> list[Wiring]:
+    """Distinct wirings for a draft config and a target with ``num_layers`` layers (plugin first).
+    ``width``: how many captures the draft reads (its fc's width; else the config's count)."""
+    if width is None:
+        width = _draft_ids(config).draft_num_aux
     merged: dict[tuple[int, ...] | str, Wiring] = {}
     for name, indices, failure in _readings(config, num_layers, width):
         if indices is not None and not _valid(indices, num_layers, width):

@@ -31,11 +31,19 @@ logger = logging.getLogger("sglang_eagle3_embed")
 FC_WEIGHT_NAMES = ("fc.weight", "model.fc.weight")
 
 
+def looks_local(path: str) -> bool:
+    """Whether ``path`` names a local folder rather than a hub repo id (``org/name``)."""
+    return path.startswith(("/", ".", "~")) or path.count("/") > 1 or "\\" in path or Path(path).exists()
+
+
 def read_config(path: str | None, revision: str | None = None) -> tuple[dict | None, str | None]:
     """``config.json`` of a local folder or a cached hub repo: (config, None) or (None, why not)."""
     if not path:
         return None, None
-    folder = Path(path)
+    folder = Path(path).expanduser()
+    if looks_local(path) and not folder.is_dir():
+        why = "is a file, not a model folder" if folder.exists() else "no such file or folder"
+        return None, f"{path}: {why}"
     try:
         if folder.is_dir():
             file = folder / "config.json"
@@ -49,26 +57,39 @@ def read_config(path: str | None, revision: str | None = None) -> tuple[dict | N
     return config, None
 
 
-def fc_in_features(path: str | None) -> int | None:
-    """The draft fc's input width from the safetensors headers of a local folder (no tensor is read)."""
-    folder = Path(path) if path else None
+def fc_in_features(path: str | None) -> tuple[int | None, str | None]:
+    """The draft fc's input width from the safetensors headers of a local folder (no tensor is
+    read): ``(width, None)``, ``(None, None)`` when there is nothing local to read, or
+    ``(None, why)`` when the checkpoint is damaged (every file's header is read, so a truncated
+    shard is found even when it holds no fc)."""
+    folder = Path(path).expanduser() if path else None
     if folder is None or not folder.is_dir():
-        return None
+        return None, None
     from safetensors import safe_open
 
     index = folder / "model.safetensors.index.json"
-    if index.exists():
-        weight_map = json.loads(index.read_text()).get("weight_map", {})
-        files = sorted({folder / weight_map[n] for n in FC_WEIGHT_NAMES if n in weight_map})
-    else:
-        files = sorted(folder.glob("*.safetensors"))
+    try:
+        if index.exists():
+            weight_map = json.loads(index.read_text()).get("weight_map")
+            if not isinstance(weight_map, dict):
+                raise ValueError("its weight_map is not a JSON object")
+            files = sorted({folder / str(f) for f in weight_map.values()})
+        else:
+            files = sorted(folder.glob("*.safetensors"))
+    except Exception as exc:
+        return None, f"{index}: {type(exc).__name__}: {exc}"
+    width = None
     for file in files:
-        with safe_open(str(file), framework="pt") as f:
-            names = set(f.keys())
-            for name in FC_WEIGHT_NAMES:
-                if name in names:
-                    return int(f.get_slice(name).get_shape()[1])
-    return None
+        try:
+            with safe_open(str(file), framework="pt") as f:
+                names = set(f.keys())
+                for name in FC_WEIGHT_NAMES:
+                    if name in names:
+                        width = int(f.get_slice(name).get_shape()[1])
+        except Exception as exc:
+            why = "missing (named by the index)" if not file.exists() else f"{type(exc).__name__}: {exc}"
+            return None, f"{file}: {why}"
+    return width, None
 
 
 def snapshot(server_args, *, resolved: bool, plugin_active: bool, plugin_reason: str = "") -> Deployment:
@@ -84,6 +105,7 @@ def snapshot(server_args, *, resolved: bool, plugin_active: bool, plugin_reason:
     draft, draft_error = read_config(
         draft_path, getattr(server_args, "speculative_draft_model_revision", None)
     )
+    fc_width, weights_error = fc_in_features(draft_path) if draft is not None else (None, None)
     return Deployment(
         raw=raw,
         explicit=frozenset(n for n in WATCHED if raw[n] != defaults.get(n)),
@@ -91,7 +113,8 @@ def snapshot(server_args, *, resolved: bool, plugin_active: bool, plugin_reason:
         target=target if isinstance(target, dict) else None,
         draft=draft,
         draft_error=draft_error,
-        draft_fc_in_features=fc_in_features(draft_path) if draft is not None else None,
+        draft_fc_in_features=fc_width,
+        draft_weights_error=weights_error,
         plugin_active=plugin_active,
         plugin_reason=plugin_reason,
     )
@@ -102,7 +125,7 @@ _LOGGED: set[Finding] = set()
 
 def _report(findings: list[Finding]) -> None:
     for finding in findings:
-        if finding.severity is Severity.WARNING and finding not in _LOGGED:
+        if finding.severity is not Severity.ERROR and finding not in _LOGGED:
             _LOGGED.add(finding)
             logger.warning("sglang_eagle3_embed: [%s] %s", finding.rule, finding.message)
     errors = [f for f in findings if f.severity is Severity.ERROR]

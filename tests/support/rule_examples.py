@@ -71,6 +71,8 @@ class Scenario:
     target: dict = field(default_factory=dict)
     fc_in_features: int | None = None
     """Write a draft weight file whose fc.weight reads this many features."""
+    weights: bytes | None = None
+    """Write these bytes as the draft's model.safetensors (a damaged checkpoint)."""
     env: dict = field(default_factory=dict)
 
 
@@ -96,6 +98,8 @@ EXAMPLES: dict[str, tuple[Scenario, Scenario]] = {
         Scenario(launch(algorithm="EAGLE3", impl=None)),
     ),
     "draft-config-unreadable": (Scenario(draft={"__raw__": "{not json"}), Scenario()),
+    "draft-weights-unreadable": (Scenario(weights=b"\x08\x00\x00\x00"), Scenario(fc_in_features=192)),
+    "target-config": (Scenario(target={"num_hidden_layers": DELETE}), Scenario()),
     "draft-config-shape": (Scenario(draft={"eagle_config": [-1, 2, 4]}), Scenario()),
     "draft-ids-invalid": (
         Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 2]}}),
@@ -177,7 +181,9 @@ def materialize(scenario: Scenario, root) -> list[str]:
     text = raw if raw is not None else json.dumps(_changed(BASE_DRAFT, scenario.draft))
     (draft / "config.json").write_text(text)
     weights = draft / "model.safetensors"
-    if scenario.fc_in_features is not None:
+    if scenario.weights is not None:
+        weights.write_bytes(scenario.weights)
+    elif scenario.fc_in_features is not None:
         import numpy as np
         from safetensors.numpy import save_file
 

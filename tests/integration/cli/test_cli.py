@@ -52,7 +52,7 @@ def test_check_json_clean_deployment_exits_0(tmp_path):
     from sglang_eagle3_embed.core.rules import RULES
     from tests.support.rule_examples import Scenario
 
-    run = check_cli(tmp_path, Scenario(), "--json")
+    run = check_cli(tmp_path, Scenario(fc_in_features=192), "--json")  # weights: every rule can check
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout)
     assert report["ok"] is True and report["findings"] == []
@@ -71,4 +71,4 @@ def test_pair_finds_the_cached_pair(tiny_pair, capsys):
 
     assert cli_module.main(["pair", "--cache", str(tiny_pair.target.parent)]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out == {"target": str(tiny_pair.target), "draft": str(tiny_pair.draft)}
+    assert out == {"ok": True, "target": str(tiny_pair.target), "draft": str(tiny_pair.draft)}

@@ -59,7 +59,7 @@ def test_bad_invocation_exits_2(capsys, args):
 def test_unreadable_config_exits_2(tmp_path, capsys):
     code, _, err = run(capsys, "ids", str(tmp_path / "missing"), "--num-layers", "61")
     assert code == 2
-    assert "cannot read" in err
+    assert "no such file or folder" in err
 
 
 def test_no_arguments_prints_help_and_does_nothing_else(capsys):

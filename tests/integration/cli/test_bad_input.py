@@ -1,0 +1,308 @@
+"""Bad input never gets a traceback or a confident wrong answer: ``probe``, ``check`` and ``pair`` on
+the inputs users get wrong (missing or damaged folders, swapped or mismatched models, impossible
+flags), then every command driven with generated bad inputs (Hypothesis) under the exit-code
+contract: 0 ok, 1 findings, 2 bad invocation or unreadable input, no traceback, JSON with --json."""
+
+import contextlib
+import io
+import json
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sglang_eagle3_embed import cli
+from sglang_eagle3_embed.core.ids import IDS_FIELD
+from tests.support.strategies import JSON, messy_draft_config
+
+QUICK = ["--num-prompts", "4", "--new-tokens", "4", "--num-steps", "2", "--no-progress"]
+
+
+def run(*args) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main([str(a) for a in args])
+        except SystemExit as exit_:
+            code = exit_.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_contract(code, out, err, as_json=False):
+    assert code in (0, 1, 2), (code, out[-2000:], err[-2000:])
+    assert "Traceback" not in out + err, (out + err)[-3000:]
+    if as_json:
+        json.loads(out)
+
+
+def copy_folder(src, dst):
+    shutil.copytree(src, dst, symlinks=False)
+    return dst
+
+
+# ------------------------------------------------------------------ probe: what it may conclude
+
+
+def test_probe_names_no_wiring_when_the_config_describes_tensors_the_target_lacks(tiny_pair, tmp_path):
+    """The draft was trained on [-1, 2, 4]; its config edited to [-1, 2, 9]: the plugin refuses, and
+    no wiring the probe can score is the one the config describes."""
+    draft = copy_folder(tiny_pair.draft, tmp_path / "draft")
+    config = json.loads((draft / "config.json").read_text())
+    config["eagle_config"][IDS_FIELD] = [-1, 2, 9]
+    (draft / "config.json").write_text(json.dumps(config))
+    code, out, err = run("probe", "--target", tiny_pair.target, "--draft", draft, "--json", *QUICK)
+    assert_contract(code, out, err, as_json=True)
+    report = json.loads(out)
+    assert code == 1  # the plugin refuses the config: a finding
+    assert report["status"] == "undetermined" and report["trained_for"] is None
+    assert not any(line.startswith("The draft was trained for") for line in report["verdict"])
+
+
+# ------------------------------------------------------------------ probe: bad inputs, exit 2
+
+
+def other_width_draft(folder):
+    """An EAGLE-3 draft whose fc reads 3 x 32 features: built for a target of hidden 32."""
+    from safetensors.torch import save_file
+
+    from sglang_eagle3_embed.doctor.tiny_draft import Eagle3Draft, draft_config_dict
+
+    config = draft_config_dict(hidden=64, vocab=128, heads=4, ids=[-1, 2, 4], target_hidden=32)
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    save_file(Eagle3Draft(config).checkpoint(), str(folder / "model.safetensors"))
+    return folder
+
+
+def broken(tiny_pair, tmp_path, what):
+    """(target, draft, extra flags) for one bad input."""
+    target, draft = tiny_pair.target, tiny_pair.draft
+    if what == "missing target":
+        return tmp_path / "nowhere", draft, []
+    if what == "missing draft":
+        return target, tmp_path / "nowhere", []
+    if what == "draft without config":
+        d = copy_folder(draft, tmp_path / "d")
+        (d / "config.json").unlink()
+        return target, d, []
+    if what == "empty draft weights":
+        d = copy_folder(draft, tmp_path / "d")
+        (d / "model.safetensors").write_bytes(b"")
+        return target, d, []
+    if what == "truncated target weights":
+        t = copy_folder(target, tmp_path / "t")
+        data = (t / "model.safetensors").read_bytes()
+        (t / "model.safetensors").write_bytes(data[: len(data) // 2])
+        return t, draft, []
+    if what == "swapped target and draft":
+        return draft, target, []
+    if what == "draft for another target width":
+        return target, other_width_draft(tmp_path / "d"), []
+    if what == "empty prompts file":
+        (tmp_path / "prompts.txt").write_text("\n\n")
+        return target, draft, ["--prompts", tmp_path / "prompts.txt"]
+    if what == "output into a missing folder":
+        return target, draft, ["--output", tmp_path / "no" / "report.json"]
+    flag, value = what.split("=")
+    return target, draft, [flag, value]
+
+
+BAD_PROBES = {
+    "missing target": "nowhere",
+    "missing draft": "nowhere",
+    "draft without config": "config.json",
+    "empty draft weights": "model.safetensors",
+    "truncated target weights": "model.safetensors",
+    "swapped target and draft": "swap",
+    "draft for another target width": "fc reads 96",
+    "empty prompts file": "prompts.txt",
+    "output into a missing folder": "report.json",
+    "--num-prompts=0": "--num-prompts",
+    "--num-steps=0": "--num-steps",
+    "--new-tokens=0": "--new-tokens",
+    "--prompt-len=1": "--prompt-len",
+}
+
+
+@pytest.mark.parametrize("what", list(BAD_PROBES))
+def test_probe_refuses_bad_input_with_exit_2_and_what_to_do(tiny_pair, tmp_path, what):
+    target, draft, extra = broken(tiny_pair, tmp_path, what)
+    code, out, err = run("probe", "--target", target, "--draft", draft, *QUICK, *extra)
+    assert_contract(code, out, err)
+    assert code == 2, (what, out[-1000:], err[-2000:])
+    assert BAD_PROBES[what] in err, (what, err[-2000:])
+    assert not (tmp_path / "no").exists()
+
+
+# ------------------------------------------------------------------ check
+
+
+def check_folders(tmp_path, scenario):
+    from tests.support.rule_examples import materialize
+
+    return materialize(scenario, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        ("empty", "model.safetensors"),
+        ("truncated", "model.safetensors"),
+        ("bad index", "model.safetensors.index.json"),
+        ("missing shard", "model-00002-of-00002.safetensors"),
+    ],
+)
+def test_check_reports_a_damaged_draft_checkpoint_as_a_finding(tmp_path, damage, expected):
+    from tests.support.rule_examples import Scenario
+
+    argv = check_folders(tmp_path, Scenario(fc_in_features=192))
+    weights = tmp_path / "draft" / "model.safetensors"
+    if damage == "empty":
+        weights.write_bytes(b"")
+    elif damage == "truncated":
+        weights.write_bytes(weights.read_bytes()[:-100])
+    elif damage == "bad index":
+        (tmp_path / "draft" / "model.safetensors.index.json").write_text("{not json")
+    else:
+        index = {"weight_map": {"fc.weight": "model-00002-of-00002.safetensors"}}
+        (tmp_path / "draft" / "model.safetensors.index.json").write_text(json.dumps(index))
+    code, out, err = run("check", "--json", *argv)
+    assert_contract(code, out, err, as_json=True)
+    report = json.loads(out)
+    assert code == 1 and report["rules"]["draft-weights-unreadable"] == "error"
+    assert expected in json.dumps(report["findings"])
+
+
+def test_check_without_a_target_layer_count_reports_it_and_checks_nothing_it_cannot(tmp_path):
+    from tests.support.rule_examples import DELETE, Scenario
+
+    scenario = Scenario(
+        target={"num_hidden_layers": DELETE}, draft={"eagle_config": {IDS_FIELD: [-1, 2, 99]}}
+    )
+    code, out, err = run("check", "--json", *check_folders(tmp_path, scenario))
+    assert_contract(code, out, err, as_json=True)
+    rules = json.loads(out)["rules"]
+    assert code == 1 and rules["target-config"] == "error"
+    assert rules["draft-ids-range"] == "not checked"
+
+
+def test_check_with_an_unknown_flag_prints_json_and_no_usage(tmp_path):
+    from tests.support.rule_examples import Scenario
+
+    argv = check_folders(tmp_path, Scenario())
+    code, out, err = run("check", "--json", *argv, "--no-such-flag")
+    assert code == 2
+    report = json.loads(out)
+    assert "--no-such-flag" in report["error"] and len(err.splitlines()) < 5
+
+
+def test_check_names_a_missing_local_draft_folder(tmp_path):
+    from tests.support.rule_examples import Scenario
+
+    argv = check_folders(tmp_path, Scenario())
+    argv[argv.index(str(tmp_path / "draft"))] = str(tmp_path / "gone" / "draft")
+    code, out, err = run("check", "--json", *argv)
+    assert_contract(code, out, err, as_json=True)
+    message = json.dumps(json.loads(out)["findings"])
+    assert "no such file or folder" in message and "Repo id" not in message
+
+
+# ------------------------------------------------------------------ generated bad inputs
+
+SETTINGS = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@SETTINGS
+@given(draft=st.one_of(messy_draft_config(), JSON), target=JSON, json_flag=st.booleans())
+def test_ids_keeps_the_contract_on_any_json(tmp_path_factory, draft, target, json_flag):
+    root = tmp_path_factory.mktemp("ids")
+    (root / "d").mkdir()
+    (root / "t").mkdir()
+    (root / "d" / "config.json").write_text(json.dumps(draft))
+    (root / "t" / "config.json").write_text(json.dumps(target))
+    args = ["ids", root / "d", "--target", root / "t", *(["--json"] if json_flag else [])]
+    assert_contract(*run(*args), as_json=json_flag)
+
+
+FLAGS = st.lists(
+    st.sampled_from(
+        [
+            "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
+            "--tp-size", "--pp-size", "--page-size", "--model-impl", "--no-such-flag", "0", "-1", "16",
+            "two", "EAGLE3", "sglang_eagle3_embed", "--enable-two-batch-overlap",
+            "--json-model-override-args", "{", "--speculative-algorithm", "EAGLE",
+        ]
+    ),
+    max_size=6,
+)  # fmt: skip
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(extra=FLAGS, draft=messy_draft_config(), json_flag=st.booleans())
+def test_check_keeps_the_contract_on_any_flags_and_draft(tmp_path_factory, extra, draft, json_flag):
+    from tests.support.rule_examples import Scenario, materialize
+
+    root = tmp_path_factory.mktemp("check")
+    argv = materialize(Scenario(draft={"__raw__": json.dumps(draft)}), root)
+    args = ["check", *(["--json"] if json_flag else []), *argv, *extra]
+    assert_contract(*run(*args), as_json=json_flag)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    cut=st.floats(0, 1, exclude_max=True),
+    which=st.sampled_from(["target", "draft"]),
+    prompts=st.one_of(
+        st.none(), st.lists(st.text(max_size=12) | st.just("[1, 2]") | st.just("[]"), max_size=3)
+    ),
+    json_flag=st.booleans(),
+)
+def test_probe_keeps_the_contract_on_truncated_weights_and_odd_prompts(
+    tiny_pair, tmp_path_factory, cut, which, prompts, json_flag
+):
+    root = tmp_path_factory.mktemp("probe")
+    target = copy_folder(tiny_pair.target, root / "target")
+    draft = copy_folder(tiny_pair.draft, root / "draft")
+    weights = (target if which == "target" else draft) / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[: int(cut * len(data))])
+    extra = []
+    if prompts is not None:
+        (root / "prompts.txt").write_text("\n".join(prompts))
+        extra = ["--prompts", root / "prompts.txt"]
+    args = ["probe", "--target", target, "--draft", draft, *QUICK, *extra, *(["--json"] if json_flag else [])]
+    code, out, err = run(*args)
+    assert_contract(code, out, err, as_json=json_flag)
+    assert code == 2  # every weight file here is damaged
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    layers=st.integers(-2, 40), hidden=st.integers(-4, 130), heads=st.integers(-1, 9),
+    vocab=st.integers(-2, 300), ids=st.lists(st.integers(-3, 45), max_size=4),
+    convention=st.sampled_from(["layer_output", "hidden_states"]), json_flag=st.booleans(),
+)  # fmt: skip
+def test_pair_keeps_the_contract_and_builds_only_valid_specs(
+    layers, hidden, heads, vocab, ids, convention, json_flag
+):
+    from unittest import mock
+
+    from sglang_eagle3_embed.doctor import pair
+
+    args = ["pair", "--layers", layers, "--hidden", hidden, "--heads", heads, "--vocab", vocab]
+    args += [
+        "--convention",
+        convention,
+        *(["--ids", *ids] if ids else []),
+        *(["--json"] if json_flag else []),
+    ]
+    built = []
+    with mock.patch.object(
+        pair, "build_pair", lambda spec, *a: built.append(spec) or pair.Pair("t", "d", spec)
+    ):
+        code, out, err = run(*args)
+    assert_contract(code, out, err, as_json=json_flag or code == 0)  # a built pair is always JSON
+    assert (code == 0) == bool(built), (code, err)

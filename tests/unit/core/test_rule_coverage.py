@@ -1,0 +1,103 @@
+"""The rules never pass what they could not evaluate: a rule that lacks what it reads (a layer
+count, a capture plan, the draft's weights) says "not checked" and why, and a target without a
+layer count is an error before any GPU work. Pure: Deployments built from dictionaries."""
+
+from sglang_eagle3_embed import MODEL_IMPL
+from sglang_eagle3_embed.cli.check import render_json, render_table, verdicts
+from sglang_eagle3_embed.core.deployment import Deployment
+from sglang_eagle3_embed.core.findings import Severity
+from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.rules import RULES, evaluate
+
+TARGET = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "num_hidden_layers": 8,
+    "hidden_size": 64,
+    "vocab_size": 128,
+}
+DRAFT = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 64, "vocab_size": 128}
+
+
+def deployment(target=TARGET, draft=None, impl=MODEL_IMPL, **kwargs) -> Deployment:
+    raw = {
+        "speculative_algorithm": "EAGLE3",
+        "speculative_draft_model_path": "DRAFT",
+        "speculative_num_steps": 3,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 4,
+        "model_impl": impl,
+    }
+    draft = {**DRAFT, "eagle_config": {IDS_FIELD: [-1, 2, 4]}} if draft is None else draft
+    return Deployment(raw=raw, target=target, draft=draft, **kwargs)
+
+
+def findings(d: Deployment):
+    return [f for stage in ("pre", "post") for f in evaluate(d, stage)]
+
+
+def by_rule(found):
+    return {f.rule: f for f in found}
+
+
+def test_the_base_deployment_checks_every_rule_that_applies():
+    found = findings(deployment(draft_fc_in_features=192))
+    assert found == []
+    assert set(verdicts(found).values()) == {"ok"}
+
+
+def test_a_target_without_a_layer_count_is_an_error_and_its_draft_rules_are_not_checked():
+    target = {k: v for k, v in TARGET.items() if k != "num_hidden_layers"}
+    draft = {**DRAFT, "eagle_config": {IDS_FIELD: [-1, 2, 99]}}  # out of range for any small target
+    found = by_rule(findings(deployment(target=target, draft=draft, draft_fc_in_features=192)))
+    assert found["target-config"].severity is Severity.ERROR
+    assert "num_hidden_layers" in found["target-config"].message
+    for rule_id in ("draft-ids-range", "draft-aux-count", "draft-fc-width"):
+        assert found[rule_id].severity is Severity.NOT_CHECKED, rule_id
+        assert "target-config" in found[rule_id].message
+    assert verdicts(list(found.values()))["draft-ids-range"] == "not checked"
+
+
+def test_rules_after_a_failed_capture_plan_are_not_checked():
+    draft = {**DRAFT, "eagle_config": {IDS_FIELD: [-1, 2, 2]}}
+    found = by_rule(findings(deployment(draft=draft, draft_fc_in_features=192)))
+    assert found["draft-ids-invalid"].severity is Severity.ERROR
+    assert found["draft-ids-range"].severity is Severity.NOT_CHECKED
+    assert found["draft-fc-width"].severity is Severity.NOT_CHECKED
+
+
+def test_an_fc_width_without_local_weights_is_not_checked_and_unreadable_weights_are_an_error():
+    found = by_rule(findings(deployment()))
+    assert found["draft-fc-width"].severity is Severity.NOT_CHECKED
+    broken = by_rule(findings(deployment(draft_weights_error="DRAFT/model.safetensors: truncated")))
+    assert broken["draft-weights-unreadable"].severity is Severity.ERROR
+    assert "DRAFT/model.safetensors: truncated" in broken["draft-weights-unreadable"].message
+
+
+def test_a_missing_draft_config_leaves_the_draft_rules_not_checked():
+    found = by_rule(findings(Deployment(raw={"speculative_algorithm": "EAGLE3"}, target=TARGET)))
+    assert found["draft-path-missing"].severity is Severity.ERROR
+    assert found["draft-ids-range"].severity is Severity.NOT_CHECKED
+
+
+def test_not_checked_is_reported_apart_from_errors_and_warnings():
+    found = findings(deployment())
+    table, report = render_table(found), render_json(found)
+    assert "not checked" in table and "1 rule(s) not checked" in table
+    assert '"ok": true' in report and '"not checked"' in report
+
+
+def test_every_rule_can_say_not_checked_or_does_not_need_to():
+    """Rules that read the capture plan, the target's widths or the draft's weights are the ones
+    that can lack their input; the table lists them so that a new rule is classified too."""
+    may_be_unchecked = {
+        "target-config", "draft-config-shape", "draft-ids-invalid", "draft-ids-conflict",
+        "draft-ids-convention", "draft-ids-range", "draft-use-aux-off", "draft-aux-count",
+        "draft-ids-missing", "draft-ids-undeclared", "draft-fc-width", "draft-target-hidden",
+        "draft-vocab", "stock-misreads-draft",
+    }  # fmt: skip
+    target = {"architectures": ["DeepseekV3ForCausalLM"]}
+    found = findings(
+        Deployment(raw={"speculative_algorithm": "EAGLE3", "model_impl": MODEL_IMPL}, target=target)
+    )
+    unchecked = {f.rule for f in found if f.severity is Severity.NOT_CHECKED}
+    assert unchecked <= may_be_unchecked <= set(RULES)

@@ -1,0 +1,92 @@
+"""What `probe` may conclude: it names the trained wiring only when it scored the wiring the config
+describes and at least one other, and the best is clear of the rest; otherwise "undetermined", with
+the reason. Synthetic scores: no model is run."""
+
+from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.doctor.chain import ChainScore
+from sglang_eagle3_embed.doctor.probe import ProbeReport, WiringResult
+from sglang_eagle3_embed.doctor.wirings import PLUGIN, STOCK, Wiring, candidate_wirings
+
+
+def result(names, indices, accept=None, deficit=0.0, se=0.01, failure=None):
+    wiring = Wiring(tuple(names), indices, failure)
+    score = None if accept is None else ChainScore(0.9, (0.9,), accept, 100)
+    return WiringResult(wiring, score, deficit, se)
+
+
+def report(*results) -> ProbeReport:
+    return ProbeReport(list(results), steps=7, prompts=128, new_tokens=40, backend="hf")
+
+
+STOCK_FAILS = result(
+    [STOCK], None, failure="fails at startup: RuntimeError: captured 2 of 3 aux hidden states"
+)
+
+
+def test_a_clear_winner_that_the_config_describes_is_named():
+    r = report(
+        result([PLUGIN, "ids as layer outputs"], (0, 3, 5), 5.6),
+        STOCK_FAILS,
+        result(["SGLang's default layers"], (2, 3, 4), 2.2, deficit=3.4),
+    )
+    assert r.determined
+    assert r.verdict()[0].startswith("The draft was trained for: embedding output, output of layer 2")
+    assert r.as_dict()["trained_for"] == [0, 3, 5]
+
+
+def test_a_tie_within_the_noise_names_no_winner():
+    r = report(
+        result([PLUGIN, "ids as layer outputs"], (0, 3, 5), 5.59),
+        result(["layers off by one (later)"], (0, 4, 6), 5.54, deficit=0.05, se=0.04),
+        STOCK_FAILS,
+        result(["SGLang's default layers"], (2, 3, 4), 2.2, deficit=3.4),
+    )
+    assert not r.determined
+    assert r.verdict()[0].startswith("Undetermined")
+    assert "layers off by one (later)" in r.verdict()[0]
+    assert not any(line.startswith("The draft was trained for") for line in r.verdict())
+    data = r.as_dict()
+    assert data["trained_for"] is None and data["status"] == "undetermined"
+    assert [0, 3, 5] in data["best"] and [0, 4, 6] in data["best"]
+    assert r.plugin_ok  # the plugin's reading is among the best: nothing found wrong
+
+
+def test_one_scored_wiring_is_undetermined_and_the_plugins_refusal_is_a_finding():
+    """A draft trained on [-1, 2, 4] whose config was edited to [-1, 2, 9] for a 7-layer target:
+    only SGLang's defaults can be scored, which says nothing about what the draft was trained on."""
+    r = report(
+        result([PLUGIN], None, failure="refuses to start: out-of-range entries [9]"),
+        result([STOCK, "SGLang's default layers"], (2, 3, 4), 2.18),
+    )
+    assert not r.determined
+    assert "only one wiring" in r.verdict()[0]
+    assert not any(line.startswith("The draft was trained for") for line in r.verdict())
+    assert not r.plugin_ok
+
+
+def test_a_best_wiring_the_config_does_not_describe_is_not_called_trained():
+    r = report(
+        result([PLUGIN], None, failure="refuses to start: out-of-range entries [9]"),
+        result(["layer 8 read as layer 7"], (0, 3, 8), 4.0),
+        result([STOCK, "SGLang's default layers"], (2, 3, 4), 2.18, deficit=1.8),
+    )
+    assert not r.determined
+    assert "the config's own reading could not be scored" in r.verdict()[0]
+
+
+def test_candidates_come_from_the_ids_when_the_plugin_refuses_the_config():
+    """[-1, 2, 6] on a 7-layer target: the plugin refuses (layer 6's output has no capture point),
+    but the ids still say where to look: each id moved by one, -1 as the embedding."""
+    wirings = {w.name: w for w in candidate_wirings({"eagle_config": {IDS_FIELD: [-1, 2, 6]}}, 7)}
+    scored = {w.indices for w in wirings.values() if w.indices is not None}
+    assert wirings[PLUGIN].indices is None and "refuses" in wirings[PLUGIN].failure
+    assert (0, 3, 6) in scored  # id 6 one earlier: embedding, layers 2 and 5
+    assert (1, 3, 6) not in scored  # two ids moved at once is not a neighbour of the config
+    assert len(scored) >= 3, sorted(scored)
+
+
+def test_each_id_moved_by_one_is_a_candidate():
+    wirings = candidate_wirings({"eagle_config": {IDS_FIELD: [-1, 2, 4]}}, 7)
+    scored = {w.indices for w in wirings if w.indices is not None}
+    for moved in [(0, 2, 5), (0, 4, 5), (0, 3, 4), (0, 3, 6), (1, 3, 5)]:
+        assert moved in scored, moved
