@@ -1,42 +1,42 @@
 """Start one SGLang Engine, generate greedily, write a JSON result.
 
-Run as a subprocess by the GPU tests (one engine per process; SGLang spawns its own workers):
-    python -m tests.gpu.engine_run RESULT.json '{"engine": {...Engine kwargs}, "prompts": [[ids]], "modes": [...]}'
-(without "prompts": the fixed PROMPTS; without "modes": "all").
+Run as a subprocess by the GPU tests and benchmarks (one engine per process; SGLang spawns its own
+workers), from the repository root:
+    python -m tests.gpu.engine_run RESULT.json '{"engine": {...Engine kwargs}, "prompts": [[ids]], ...}'
+
+Job keys: ``prompts`` (token-id lists, any lengths; default :data:`PROMPTS`), ``max_new_tokens``,
+``modes`` (default ``["all"]``), ``env`` (variables set before the engine starts; SGLang's processes
+inherit them), ``warmup`` (default true: one untimed pass over the prompts first), ``timing`` (below).
 
 Modes: "all" (one generate call with every prompt), "batches-of-N" (one call per N prompts),
 "one-by-one" (batch size 1), "concurrent" (every prompt its own async request, all in flight at
-once). Each mode records its outputs, the per-request ``spec_accept_length``, and output tokens
-per second. With ``"top_logprobs": 2`` in the job, one more (untimed) pass over every prompt records
-each position's margin (top-1 minus top-2 logprob), which tells a near-tie from a real difference.
-The result file is rewritten after every mode, so a run that hangs shows where.
+once). Each mode records its outputs, the per-request ``spec_accept_length``, and output tokens per
+second. The result file is rewritten after every mode, so a run that hangs shows where.
+
+``timing``: ``{"barrier": DIR, "engines": N, "modes": [...], "rounds": R, "prompts": [...]}``. Engines that share a GPU
+run their correctness modes side by side, then time in turn: each marks ``DIR/<name>.done``, waits
+until N engines are done (or gone: the pool marks an engine that exited ``.gone``), then times the
+modes R times holding ``DIR/timing.lock``, so that no other engine uses the GPU meanwhile.
 
 Each engine gets its own free ``port`` (unless the job sets one): under DP attention SGLang derives
 its TCP ports from it (``srt/server_args.py:817-845``), and the default 30000 collides with any
 other DP-attention engine on the host, or with what one stopped by a time limit left behind.
 
-``margins``, ``divergences``, ``unexplained``, ``failure`` and ``missing_result`` are pure
+``differences``, ``regime``, ``failure``, ``missing_result``, ``launch_environment`` and ``free_port`` are pure
 (unit-tested on the CPU, ``tests/unit/gpu/test_engine_run.py``).
 """
 
 import asyncio
+import fcntl
 import json
+import os
 import random
 import re
 import socket
 import sys
 import time
 import traceback
-
-# Margins in nats. On the GPU tests' prompts (test_acceptance.py) the served bf16 target's median
-# margin is 1.9 and 23% are below 1.0. Plain decoding (no speculation) on the H200 changed its own
-# greedy pick at margins up to 0.06 between batch sizes, and up to 0.78 between one GPU, TP 2 and DP
-# attention (docs/benchmarks.md, "Third pass"). The target is a MoE (top-2 of 4 experts per token):
-# a near-tied router choice turns last-bit noise into a large logit change, so a few flips go further
-# still; those are explained by plain decoding itself producing the same output (``unexplained``).
-# A speculation bug (a wrong token accepted, a corrupted cache) shows where the target is sure, and
-# in many prompts.
-NEAR_TIE = 1.0
+from pathlib import Path
 
 PROMPTS = [[(7 * i + j) % 2000 + 5 for j in range(16)] for i in range(8)]
 COMMON = dict(  # required by the GPU bundle (shared/gpu/README.md)
@@ -45,51 +45,39 @@ COMMON = dict(  # required by the GPU bundle (shared/gpu/README.md)
 )  # fmt: skip
 
 
-def margins(meta_info: dict) -> list[float] | None:
-    """Top-1 minus top-2 logprob at each output position; None without top logprobs.
-
-    SGLang returns each position's top logprobs as ``(logprob, token_id, text)`` entries, or None
-    for a position it has none for (``srt/managers/tokenizer_manager.py:3118-3136``): its margin is
-    None, which the lossless check treats as unknown, not as a near-tie."""
-    tops = meta_info.get("output_top_logprobs")
-    if not tops:
-        return None
-    gaps = []
-    for entries in tops:
-        if not entries:
-            gaps.append(None)
-            continue
-        values = sorted((float(e[0]) for e in entries), reverse=True)
-        if len(values) < 2:
-            raise ValueError("margins need top_logprobs_num >= 2")
-        gaps.append(values[0] - values[1])
-    return gaps
+DET = {"enable_deterministic_inference": True}
+TILE = 32
+"""Keys per tile of SGLang's triton decode kernel (``kernels/ops/attention/decode_attention.py:818``).
+Under deterministic inference plain decoding and the speculative verify pass (the unified extend
+kernel, tiles of 64) give bit-equal logits while a request attends at most this many keys."""
 
 
-def divergences(outputs, expected, gaps) -> list[tuple[int, int, float | None]]:
-    """``(prompt, position, margin there)`` for each output that differs from ``expected``, at its
-    first differing token (margin None when ``gaps`` does not reach that position)."""
-    if len(outputs) != len(expected) or len(gaps) != len(expected):
-        raise ValueError(f"{len(outputs)} outputs, {len(expected)} expected, {len(gaps)} margin lists")
+def regime(prompts) -> list[int]:
+    """Per prompt, how many output tokens have logits that attended at most :data:`TILE` keys (token
+    ``i`` attends ``len(prompt) + i`` keys; the first comes from the prefill, which uses the same
+    kernel in both paths, so it is always in)."""
+    return [max(1, TILE - len(p) + 1) for p in prompts]
+
+
+def differences(outputs, expected, limit=None) -> list[tuple[int, int, int | None, int | None]]:
+    """``(prompt, position, token, expected token)`` at the first differing token of each output
+    that differs from ``expected`` (None where one output is shorter). ``limit``: compare only the
+    first ``limit[prompt]`` tokens of each output."""
+    if len(outputs) != len(expected):
+        raise ValueError(f"{len(outputs)} outputs against {len(expected)} expected")
     found = []
-    for prompt, (got, want, gap) in enumerate(zip(outputs, expected, gaps)):
+    for prompt, (got, want) in enumerate(zip(outputs, expected)):
+        if limit is not None:
+            got, want = got[: limit[prompt]], want[: limit[prompt]]
         if got == want:
             continue
         position = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-        found.append((prompt, position, gap[position] if position < len(gap) else None))
+        found.append((prompt, position, _token(got, position), _token(want, position)))
     return found
 
 
-def unexplained(outputs, expected, gaps, others=()) -> list[tuple[int, int, float | None]]:
-    """The ``divergences`` from ``expected`` that nothing but a bug explains. An output that differs
-    is explained if it leaves ``expected`` where the margin is below ``NEAR_TIE``, or if it is that
-    prompt's output in one of ``others`` (plain decoding in another batching or layout: the same
-    model giving the same tokens without speculation)."""
-    return [
-        (prompt, position, gap)
-        for prompt, position, gap in divergences(outputs, expected, gaps)
-        if (gap is None or gap >= NEAR_TIE) and not any(other[prompt] == outputs[prompt] for other in others)
-    ]
+def _token(sequence, position):
+    return sequence[position] if position < len(sequence) else None
 
 
 # SGLang under DP attention talks over TCP on ports derived from ``port``: port + 233 and the seven
@@ -153,6 +141,76 @@ def launch_environment(result: dict) -> str | None:
     return None if found is None else text[found.start() :].splitlines()[0][:300]
 
 
+# an engine that crashes would spend 65 s on crash diagnostics (py-spy and CUDA core dumps, then a
+# 60 s wait: srt/managers/tokenizer_manager.py:3395-3397,3481-3501) before exiting; the harness reads
+# the log instead. Set either variable to 1 to get them back.
+CRASH_DIAGNOSTICS_OFF = {"SGLANG_PYSPY_DUMP_BEFORE_CRASH": "0", "SGLANG_CUDA_COREDUMP_BEFORE_CRASH": "0"}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def launch(name: str, job: dict, logs: Path):
+    """Start ``python -m tests.gpu.engine_run`` for ``job`` in its own session (so that it can be
+    killed with every process SGLang spawns); its log and result go to ``logs/<name>.*``."""
+    import subprocess
+
+    result_path = logs / f"{name}.json"
+    result_path.unlink(missing_ok=True)
+    with open(logs / f"{name}.log", "w") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.gpu.engine_run", str(result_path), json.dumps(job)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT,
+            env={**CRASH_DIAGNOSTICS_OFF, **os.environ},
+        )  # fmt: skip
+
+
+def collect(name: str, proc, logs: Path, deadline: float) -> dict:
+    """Wait for an engine until ``deadline`` (time.time()), kill it with its session past it, and
+    return its result with its log (``ok`` False and the reason when it wrote none)."""
+    import signal
+    import subprocess
+
+    killed_at = None
+    try:
+        returncode = proc.wait(timeout=max(0.0, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        returncode, killed_at = proc.wait(), round(deadline - proc.started_at)
+    result_path = logs / f"{name}.json"
+    result = json.loads(result_path.read_text()) if result_path.exists() else {}
+    if "ok" not in result:
+        result.update(
+            ok=False, error=missing_result(name, returncode, killed_at, list(result.get("modes", {})))
+        )
+    result["returncode"] = returncode
+    result["log"] = (logs / f"{name}.log").read_text()
+    return result
+
+
+def run_pool(jobs: dict[str, dict], logs: Path, timeout: int, stagger_s: float = 2.0) -> dict[str, dict]:
+    """Run several engines side by side on one GPU (each job's ``engine`` kwargs should cap its KV
+    pool with ``max_total_tokens``: SGLang sizes the pool from the memory free at its start). An
+    engine that ends without finishing is marked ``.gone`` in its ``timing`` barrier, so that the
+    others do not wait for it. Returns each engine's result by name."""
+    procs = {}
+    for name, job in jobs.items():
+        procs[name] = launch(name, job, logs)
+        procs[name].started_at = time.time()
+        time.sleep(stagger_s)  # SGLang measures free memory at start: do not start all at once
+    barriers = {Path(job["timing"]["barrier"]) for job in jobs.values() if job.get("timing")}
+    deadline, results, pending = time.time() + timeout, {}, dict(procs)
+    while pending:
+        for name, proc in list(pending.items()):
+            if proc.poll() is None and time.time() < deadline:
+                continue
+            results[name] = collect(name, proc, logs, deadline)
+            for barrier in barriers:  # every engine counts, timed or not
+                if not (barrier / f"{name}.done").exists():
+                    (barrier / f"{name}.gone").touch()
+            del pending[name]
+        time.sleep(0.5)
+    return results
+
+
 def summarize(outputs, seconds):
     tokens = sum(len(o["output_ids"]) for o in outputs)
     return {
@@ -188,9 +246,11 @@ def run_mode(engine, mode, prompts, sampling):
 
 
 def main(result_path: str, job: dict) -> None:
-    result = {"kwargs": job["engine"]}
+    name = Path(result_path).stem
+    result = {"kwargs": job["engine"], "env": job.get("env", {})}
     prompts = job.get("prompts") or PROMPTS
     sampling = {"temperature": 0, "max_new_tokens": job.get("max_new_tokens", 32), "ignore_eos": True}
+    os.environ.update(job.get("env", {}))
     started = time.time()
     try:
         import sglang as sgl
@@ -200,21 +260,18 @@ def main(result_path: str, job: dict) -> None:
         result["sglang"] = sgl.__version__
         engine = sgl.Engine(**{**COMMON, "port": free_port(), **job["engine"]})
         result["startup_s"] = round(time.time() - started, 1)
-        # warm-up with the real shapes: the first pass on a fresh machine pays triton JIT compilation
-        engine.generate(input_ids=prompts, sampling_params=sampling)
+        if job.get("warmup", True):  # the real shapes: a fresh machine's first pass pays triton's JIT
+            engine.generate(input_ids=prompts, sampling_params=sampling)
         result["modes"] = modes = {}
         for mode in job.get("modes", ["all"]):
             modes[mode] = run_mode(engine, mode, prompts, sampling)
             _write(result_path, result)
-        if job.get("top_logprobs"):
-            scored = engine.generate(
-                input_ids=prompts, sampling_params=sampling, return_logprob=True,
-                top_logprobs_num=job["top_logprobs"],
-            )  # fmt: skip
-            result["margins"] = [margins(o["meta_info"]) for o in scored]
-            result["margins_outputs"] = [o["output_ids"] for o in scored]
         first = next(iter(modes.values()))
         result["outputs"], result["accept_length"] = first["outputs"], first["accept_length"]
+        if job.get("timing"):
+            result["timing"] = timed(
+                engine, name, job["timing"], job["timing"].get("prompts", prompts), sampling
+            )
         engine.shutdown()
         result["ok"] = True
     except BaseException as err:
@@ -222,6 +279,33 @@ def main(result_path: str, job: dict) -> None:
             ok=False, error=f"{type(err).__name__}: {err}", traceback=traceback.format_exc()[-4000:]
         )
     _write(result_path, result)
+
+
+def timed(engine, name: str, timing: dict, prompts, sampling) -> dict:
+    """Time ``timing["modes"]`` alone on the GPU, after every engine of the pool finished its
+    correctness modes (see the module docstring)."""
+    barrier = Path(timing["barrier"])
+    (barrier / f"{name}.done").touch()
+    deadline = time.time() + timing.get("wait_s", 600)
+    while time.time() < deadline:
+        finished = {p.stem for p in barrier.glob("*.done")} | {p.stem for p in barrier.glob("*.gone")}
+        if len(finished) >= timing["engines"]:
+            break
+        time.sleep(0.5)
+    out = {}
+    with open(barrier / "timing.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            for mode in timing["modes"]:
+                run_mode(engine, mode, prompts, sampling)  # warm: this shape, right before timing
+                runs = [run_mode(engine, mode, prompts, sampling) for _ in range(timing.get("rounds", 2))]
+                out[mode] = {
+                    "tokens_per_s": [r["tokens_per_s"] for r in runs],
+                    "accept_length": runs[-1]["accept_length"],
+                }
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return out
 
 
 def _write(result_path: str, result: dict) -> None:

@@ -67,20 +67,6 @@ def test_probe_throughput_quick(tiny_pair, tmp_path):
     assert "| sglang-cpu |" in out.stdout
 
 
-def test_near_ties_quick(tiny_pair, tmp_path):
-    out = bench(
-        "near_ties.py", "--quick", "--threads", 1, "--target", tiny_pair.target, "--results", tmp_path
-    )
-    r = result(tmp_path, "near_ties")
-    assert r["num_prompts"] == 8 and r["positions"] == 8 * 8 == len(r["margins"])
-    assert all(m >= 0 for m in r["margins"]) and r["median_margin"] >= r["margin_p10"]
-    counts = [r["below"][k] for k in ("0.05", "0.25", "0.5", "1.0")]
-    assert counts == sorted(counts)  # cumulative
-    for flip in r["bf16_flips"]:
-        assert 0 <= flip["prompt"] < 8 and 0 <= flip["position"] < 8
-    assert "bf16 against float32" in out.stdout
-
-
 def test_capture_overhead_quick(tiny_pair, tmp_path):
     """SGLang's DeepSeek forward on the CPU: the three captures are what they claim to be."""
     args = ("--quick", "--threads", 1, "--target", tiny_pair.target, "--results", tmp_path)

@@ -1,6 +1,6 @@
-"""The GPU tests' pure helpers (``tests/gpu/engine_run.py``): margins from SGLang's top logprobs and
-the first point where an output leaves its reference, and which of those only a bug explains (the
-GPU lossless tests rely on these); what stopped a failed engine; and a free port for each engine."""
+"""The GPU tests' pure helpers (``tests/gpu/engine_run.py``): where an output first leaves its
+reference, and which output tokens plain decoding and speculation must agree on (the exact GPU
+tests rely on these); what stopped a failed engine; and a free port for each engine."""
 
 import random
 import socket
@@ -11,83 +11,53 @@ from hypothesis import strategies as st
 
 from tests.gpu.engine_run import (
     DERIVED_PORTS,
-    NEAR_TIE,
-    divergences,
+    TILE,
+    differences,
     failure,
     free_port,
     launch_environment,
-    margins,
     missing_result,
-    unexplained,
+    regime,
 )
-
-
-def test_margins_are_top1_minus_top2_whatever_the_entry_order():
-    meta = {"output_top_logprobs": [[(-0.1, 5, None), (-2.6, 7, None)], [(-1.5, 3, None), (-0.7, 4, None)]]}
-    assert margins(meta) == pytest.approx([2.5, 0.8])
-
-
-def test_a_position_without_top_logprobs_has_no_margin():
-    meta = {"output_top_logprobs": [[(-0.1, 5, None), (-2.6, 7, None)], None]}
-    assert margins(meta) == pytest.approx([2.5, None])
-
-
-def test_margins_without_top_logprobs_are_none():
-    assert margins({}) is None
-    assert margins({"output_top_logprobs": []}) is None
-
-
-def test_margins_refuse_a_single_candidate():
-    with pytest.raises(ValueError, match="top_logprobs_num >= 2"):
-        margins({"output_top_logprobs": [[(-0.1, 5, None)]]})
-
 
 tokens = st.lists(st.integers(0, 9), min_size=1, max_size=12)
 
 
 @given(st.lists(tokens, min_size=1, max_size=6), st.data())
-def test_divergences_name_the_first_differing_token_and_its_margin(expected, data):
-    outputs, gaps, want = [], [], []
+def test_differences_name_the_first_differing_token_of_each_output(expected, data):
+    outputs, want = [], []
     for prompt, ref in enumerate(expected):
-        gap = [float(i) for i in range(len(ref))]  # the margin at position i is i
         cut = data.draw(st.integers(0, len(ref)))  # outputs[prompt] equals ref before `cut`
         out = list(ref)
         if cut < len(ref):
             out[cut] = ref[cut] + 1
-            want.append((prompt, cut, float(cut)))
+            want.append((prompt, cut, ref[cut] + 1, ref[cut]))
         outputs.append(out)
-        gaps.append(gap)
-    assert divergences(outputs, expected, gaps) == want
+    assert differences(outputs, expected) == want
 
 
-def test_a_shorter_output_diverges_where_it_ends():
-    assert divergences([[1, 2]], [[1, 2, 3]], [[0.5, 0.5, 0.5]]) == [(0, 2, 0.5)]
-    assert divergences([[1, 2, 3]], [[1, 2]], [[0.5, 0.5]]) == [(0, 2, None)]
+def test_a_shorter_output_differs_where_it_ends():
+    assert differences([[1, 2]], [[1, 2, 3]]) == [(0, 2, None, 3)]
+    assert differences([[1, 2, 3]], [[1, 2]]) == [(0, 2, 3, None)]
 
 
-def test_divergences_refuse_mismatched_lengths():
-    with pytest.raises(ValueError, match="2 outputs, 1 expected"):
-        divergences([[1], [2]], [[1]], [[0.0]])
+def test_differences_past_the_limit_are_not_compared():
+    assert differences([[1, 2, 9], [5, 6]], [[1, 2, 3], [5, 7]], limit=[2, 2]) == [(1, 1, 6, 7)]
 
 
-@given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=8))
-def test_a_difference_is_explained_by_a_near_tie_or_by_plain_decoding_itself(cases):
-    """Each prompt's output leaves the reference at position 1, at a near-tie or not, and plain
-    decoding elsewhere (``others``) made the same output or not: only sure and unmade ones remain."""
-    expected = [[1, 2, 3] for _ in cases]
-    outputs = [[1, 9, 3] for _ in cases]
-    gaps = [[3.0, NEAR_TIE / 2 if tie else NEAR_TIE, 3.0] for tie, _ in cases]
-    other = [list(out) if made else list(ref) for (_, made), out, ref in zip(cases, outputs, expected)]
-    want = [(p, 1, NEAR_TIE) for p, (tie, made) in enumerate(cases) if not tie and not made]
-    assert unexplained(outputs, expected, gaps, [other]) == want
-    assert unexplained(outputs, expected, gaps) == [
-        (p, 1, g[1]) for p, g in enumerate(gaps) if g[1] >= NEAR_TIE
-    ]
+def test_differences_refuse_mismatched_lengths():
+    with pytest.raises(ValueError, match="2 outputs against 1 expected"):
+        differences([[1], [2]], [[1]])
 
 
-def test_a_difference_past_the_margins_is_never_a_near_tie():
-    assert unexplained([[1, 2, 3]], [[1, 2]], [[0.0, 0.0]]) == [(0, 2, None)]
-    assert unexplained([[1, 2, 3]], [[1, 2]], [[0.0, 0.0]], [[[1, 2, 3]]]) == []
+@given(st.lists(st.integers(1, 300), min_size=1, max_size=8))
+def test_the_regime_is_every_token_whose_logits_attended_at_most_one_decode_tile(lengths):
+    """Output token i of a prompt of length P attends P + i keys; the first token is always in."""
+    limits = regime([[0] * n for n in lengths])
+    for n, limit in zip(lengths, limits):
+        assert limit >= 1
+        if limit > 1:
+            assert n + (limit - 1) <= TILE < n + limit
 
 
 SCHEDULER_CRASH = """[2026-11-29 19:30:01 DP1 TP1] Scheduler hit an exception: Traceback (most recent call last):

@@ -1,18 +1,21 @@
-"""The GPU acceptance tests' own logic, on the CPU: each test asks for engines SGLang can start (every
-keyword a ``ServerArgs`` argument, one configuration per engine name), and the lossless check tells a
-near-tie from a real difference. Device time is scarce; a typo must not cost an engine start."""
+"""The GPU tests' own logic, on the CPU: each test asks for engines SGLang can start (every keyword
+a ``ServerArgs`` argument, one configuration per engine name), and the exact comparisons report a
+planted difference with its prompt, position and both tokens. Device time is scarce; a typo must not
+cost an engine start."""
 
 import inspect
+import itertools
 
 import pytest
+import torch
 
-from tests.gpu import engine_run
 from tests.gpu import test_acceptance as acceptance
+from tests.gpu import test_lossless as lossless
 
 PROMPTS = 48
 
 
-def fake_result(modes, top_logprobs, kwargs, outputs):
+def fake_result(modes, kwargs, prompts):
     if "pp_size" in kwargs:
         return {
             "ok": False,
@@ -21,83 +24,145 @@ def fake_result(modes, top_logprobs, kwargs, outputs):
         }
     if kwargs.get("speculative_draft_model_path") == "NESTED" and "model_impl" not in kwargs:
         return {"ok": False, "log": "RuntimeError: captured 2 of 3 aux hidden states", "error": ""}
-    run = {"outputs": outputs, "accept_length": [3.0] * PROMPTS, "tokens_per_s": 1.0}
-    result = {"ok": True, "log": "", "modes": {m: run for m in modes}, **run}
-    if top_logprobs:
-        result.update(margins=[[2.0] * len(o) for o in outputs], margins_outputs=outputs)
-    return result
+    outputs = [[len(p), i, i + 1] for i, p in enumerate(prompts)]
+    run = {"outputs": outputs, "accept_length": [3.0] * len(prompts), "tokens_per_s": 1.0}
+    return {"ok": True, "log": "", "modes": {m: run for m in modes}, **run}
+
+
+def sglang_fields():
+    from sglang.srt.server_args import ServerArgs
+
+    return set(inspect.signature(ServerArgs).parameters)  # what sgl.Engine(**kwargs) accepts
 
 
 @pytest.fixture
 def recorded(monkeypatch):
     monkeypatch.setattr(acceptance.torch.cuda, "device_count", lambda: 2)
     calls = {}
-    outputs = [[i, i + 1, i + 2] for i in range(PROMPTS)]
+    prompts = torch.zeros(PROMPTS, 8, dtype=torch.long)
 
-    def serve(name, modes=("all",), timeout=300, top_logprobs=None, **kwargs):
+    def serve(name, modes=("all",), timeout=300, **kwargs):
         assert calls.setdefault(name, kwargs) == kwargs, f"{name}: two configurations under one name"
-        return fake_result(modes, top_logprobs, kwargs, outputs)
+        return fake_result(modes, kwargs, prompts.tolist())
 
     drafts = {"nested": "NESTED", "top-level": "TOP", "hand-written": "HAND"}
-    return serve, drafts, calls
+    return serve, drafts, calls, prompts
 
 
 def test_every_engine_the_acceptance_tests_start_takes_only_sglang_arguments(recorded):
-    from sglang.srt.server_args import ServerArgs
-
-    serve, drafts, calls = recorded
+    serve, drafts, calls, prompts = recorded
     acceptance.test_stock_fails_at_startup_on_nested_ids(serve, drafts)
-    acceptance.test_greedy_outputs_are_lossless(serve, drafts)
     acceptance.test_request_cap_behaves_as_in_stock_sglang(serve, drafts)
     acceptance.test_dp_attention_eager_behaves_as_in_stock_sglang(serve, drafts)
     for params in acceptance.MULTI_GPU:
-        acceptance.test_multi_gpu(serve, drafts, *params)
-    fields = set(inspect.signature(ServerArgs).parameters)  # what sgl.Engine(**kwargs) accepts
+        acceptance.test_multi_gpu(serve, drafts, prompts, *params)
+    fields = sglang_fields()
     for name, kwargs in calls.items():
         unknown = set(kwargs) - fields
         assert not unknown, f"{name}: not SGLang engine arguments: {sorted(unknown)}"
-    assert {"plugin-tp2", "no-spec-tp2", "plugin-dp-attention2-eager", "stock-hand-written-cap8"} <= set(
-        calls
-    )
+    assert {"plugin-tp2-deterministic", "no-spec-tp2-deterministic", "stock-hand-written-cap8"} <= set(calls)
+    assert calls["stock-hand-written-tp2-deterministic"]["enable_deterministic_inference"] is True
     assert calls["stock-hand-written-cap8"]["speculative_draft_model_path"] == "HAND"
     assert "model_impl" not in calls["stock-hand-written-dp-attention2-eager"]
 
 
-def lossless_inputs(margin_at_difference):
-    outputs = [[i, i + 1, i + 2] for i in range(40)]
-    base = {
-        "ok": True,
-        "outputs": outputs,
-        "margins_outputs": outputs,
-        "margins": [[2.0] * 3 for _ in outputs],
-    }
-    base["margins"][5][1] = margin_at_difference
-    changed = [list(o) for o in outputs]
-    changed[5][1] = 99  # prompt 5 leaves the reference at its 2nd token
-    result = {"ok": True, "modes": {"one-by-one": {"outputs": changed}, "batches-of-8": {"outputs": outputs}}}
-    return base, result
+@pytest.fixture(scope="module")
+def pair():
+    from sglang_eagle3_embed.doctor.pair import GPU_PAIR, Pair
+
+    return Pair("TARGET", "DRAFT", GPU_PAIR)
 
 
-def test_lossless_accepts_a_difference_at_a_near_tie():
-    acceptance.assert_lossless(*lossless_inputs(engine_run.NEAR_TIE / 2))
+def test_the_lossless_pool_asks_only_for_sglang_arguments_and_times_five_engines(pair, tmp_path):
+    drafts = {"nested": "NESTED", "hand-written": "HAND"}
+    jobs = lossless.jobs_for(pair, drafts, tmp_path)
+    fields = sglang_fields()
+    for name, job in jobs.items():
+        unknown = set(job["engine"]) - fields
+        assert not unknown, f"{name}: not SGLang engine arguments: {sorted(unknown)}"
+        assert job["engine"]["max_total_tokens"]  # engines sharing the GPU cap their KV pool
+    for a, b in lossless.CASES.values():  # the pairs compared differ in the draft and model_impl only
+        differ = {
+            k
+            for k in jobs[a]["engine"].keys() | jobs[b]["engine"].keys()
+            if jobs[a]["engine"].get(k) != jobs[b]["engine"].get(k)
+        }
+        assert differ == {"model_impl", "speculative_draft_model_path"}, (a, b, differ)
+        assert jobs[a]["prompts"] == jobs[b]["prompts"] and jobs[a]["env"] == jobs[b]["env"]
+    timed = [n for n, j in jobs.items() if "timing" in j]
+    assert len(timed) == 5 and all(jobs[n]["timing"]["engines"] == len(jobs) for n in timed)
+    lengths = {len(p) for p in jobs["plain"]["prompts"]}
+    assert lengths == set(lossless.LENGTHS) and max(lengths) + lossless.NEW_TOKENS <= 256
 
 
-def test_lossless_refuses_a_difference_where_the_target_was_sure():
-    with pytest.raises(AssertionError, match=r"not near a tie: \[\(5, 1, 2.0\)\]"):
-        acceptance.assert_lossless(*lossless_inputs(2.0))
+def test_shared_prefix_prompts_share_the_prefix_and_differ_after_it(pair):
+    prompts = lossless.shared_prefix_prompts(pair)
+    assert len({tuple(p[:64]) for p in prompts}) == 1 and len({tuple(p[64:]) for p in prompts}) > 8
 
 
-def test_lossless_accepts_a_difference_plain_decoding_also_made():
-    base, result = lossless_inputs(2.0)
-    acceptance.assert_lossless(base, result, [result["modes"]["one-by-one"]["outputs"]])
-    with pytest.raises(AssertionError, match="not near a tie"):
-        acceptance.assert_lossless(base, result, [base["outputs"]])
+def fake_runs(planted_at=None):
+    prompts = [[1] * 8, [2] * 40]
+    outputs = [[10, 11, 12, 13], [20, 21, 22, 23]]
+    runs = {}
+    for name in [n for pair in lossless.CASES.values() for n in pair] + ["plain"]:
+        run = {"outputs": [list(o) for o in outputs], "accept_length": [3.0, 3.0]}
+        runs[name] = {"ok": True, "modes": {"all": run}, "prompts": prompts, **run}
+    if planted_at is not None:
+        runs["plugin-graph-s3"]["modes"]["all"]["outputs"][0][planted_at] = 99
+    return runs
 
 
-def test_lossless_needs_enough_identical_prompts(monkeypatch):
-    monkeypatch.setattr(acceptance, "MIN_IDENTICAL", 40)
-    with pytest.raises(AssertionError, match=r"\[5\]"):
-        acceptance.assert_lossless(*lossless_inputs(0.01))
+def test_a_planted_token_fails_the_plugin_stock_comparison_with_prompt_position_and_tokens():
+    lossless.test_plugin_equals_stock_on_the_same_tensors(fake_runs(), "graph-s3")
+    with pytest.raises(AssertionError, match=r"prompt 0 \(8 tokens\) at output position 2: 99 against 12"):
+        lossless.test_plugin_equals_stock_on_the_same_tensors(fake_runs(planted_at=2), "graph-s3")
+
+
+def test_the_plain_decoding_comparison_holds_within_one_tile_and_reports_beyond(capsys):
+    lossless.test_speculation_equals_plain_decoding_while_both_kernels_agree(fake_runs(), "plugin-graph-s3")
+    with pytest.raises(AssertionError, match="within 32 keys"):  # an 8-token prompt's 3rd token: 10 keys
+        lossless.test_speculation_equals_plain_decoding_while_both_kernels_agree(
+            fake_runs(planted_at=2), "plugin-graph-s3"
+        )
+    runs = fake_runs()
+    runs["plugin-graph-s3"]["outputs"][1][2] = 99  # the 40-token prompt: past one tile, only reported
+    runs["plugin-graph-s3"]["modes"]["all"]["outputs"][1][2] = 99
+    lossless.test_speculation_equals_plain_decoding_while_both_kernels_agree(runs, "plugin-graph-s3")
+    assert "1 of 2 outputs leave plain decoding" in capsys.readouterr().out
+
+
+def test_timing_waits_for_every_engine_then_times_alone(tmp_path):
+    import threading
+    import time
+
+    from tests.gpu.engine_run import timed
+
+    spans = []
+
+    class Engine:
+        def generate(self, input_ids, sampling_params):
+            start = time.time()
+            time.sleep(0.05)
+            spans.append((start, time.time()))
+            return [{"output_ids": [1, 2], "meta_info": {}} for _ in input_ids]
+
+    timing = {"barrier": str(tmp_path), "engines": 3, "modes": ["all"], "rounds": 2}
+    (tmp_path / "crashed.gone").touch()  # a third engine that ended without finishing
+    started = []
+
+    def run(name):
+        started.append(time.time())
+        timed(Engine(), name, timing, [[1, 2, 3]], {})
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in ("a", "b")]
+    threads[0].start()
+    time.sleep(0.3)  # "a" is done first and must wait for "b"
+    assert not spans
+    threads[1].start()
+    for t in threads:
+        t.join(timeout=20)
+    spans.sort()
+    assert len(spans) == 6 and all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # never overlapping
 
 
 CRASH = {"ok": False, "error": "x: no result after 300 s", "log": "Traceback ...\nAssertionError\n"}
