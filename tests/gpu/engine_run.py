@@ -91,10 +91,24 @@ FRAME_LINE = re.compile(r'^\s*File "(?:[^"]*/)?([^"/]+)", line \d+, in (\S+)')
 EXCEPTION_LINE = re.compile(r"^(?:\[[^\]]*\]:?\s*)*((?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b.*)$")
 
 
-def free_port(rng=random) -> int:
-    """A port that is free, with every port SGLang derives from it under DP attention."""
+def ephemeral_floor(path="/proc/sys/net/ipv4/ip_local_port_range") -> int:
+    """The lowest port the kernel hands out to connections (gloo's and NCCL's among them)."""
+    try:
+        return int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def free_port(rng=random, taken=(), floor=None) -> int:
+    """A port that is free, with every port SGLang derives from it under DP attention, below the
+    kernel's ephemeral range (a derived port there can be handed to another process's connection
+    between this check and SGLang's bind) and clear of the ranges of the ports in ``taken``."""
+    high = (floor or ephemeral_floor()) - DERIVED_PORTS[-1] - 1
+    span = DERIVED_PORTS[-1]
     for _ in range(200):
-        port = rng.randrange(20000, 60000 - DERIVED_PORTS[-1])
+        port = rng.randrange(10000, high)
+        if any(abs(port - other) <= span for other in taken):
+            continue
         if all(_bindable(p) for p in (port, *(port + d for d in DERIVED_PORTS))):
             return port
     raise RuntimeError("no free port range found for the engine")
@@ -191,8 +205,11 @@ def run_pool(jobs: dict[str, dict], logs: Path, timeout: int, stagger_s: float =
     pool with ``max_total_tokens``: SGLang sizes the pool from the memory free at its start). An
     engine that ends without finishing is marked ``.gone`` in its ``timing`` barrier, so that the
     others do not wait for it. Returns each engine's result by name."""
-    procs = {}
+    procs, ports = {}, []
     for name, job in jobs.items():
+        # ports chosen here, apart from each other: engines that choose their own can collide
+        ports.append(job["engine"].get("port") or free_port(taken=ports))
+        job = {**job, "engine": {**job["engine"], "port": ports[-1]}}
         procs[name] = launch(name, job, logs)
         procs[name].started_at = time.time()
         time.sleep(stagger_s)  # SGLang measures free memory at start: do not start all at once

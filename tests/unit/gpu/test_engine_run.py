@@ -129,3 +129,17 @@ def test_free_port_leaves_the_dp_attention_ports_free_too():
     finally:
         taken.close()
     assert port == blocked + 1000
+
+
+def test_free_port_stays_below_the_ephemeral_range_and_clear_of_taken_ports():
+    fake = random.Random()
+    calls = []
+
+    def randrange(low, high):
+        calls.append((low, high))
+        return [15000, 15100, 15400][len(calls) - 1]
+
+    fake.randrange = randrange
+    port = free_port(fake, taken=[15000 - 50], floor=32768)
+    assert port == 15400  # 15000 and 15100 overlap the derived ports of 14950
+    assert all(high + DERIVED_PORTS[-1] < 32768 for _, high in calls)

@@ -11,6 +11,7 @@ import torch
 
 from tests.gpu import test_acceptance as acceptance
 from tests.gpu import test_lossless as lossless
+from tests.gpu import test_multi_gpu as multi_gpu
 
 PROMPTS = 48
 
@@ -36,8 +37,7 @@ def sglang_fields():
 
 
 @pytest.fixture
-def recorded(monkeypatch):
-    monkeypatch.setattr(acceptance.torch.cuda, "device_count", lambda: 2)
+def recorded():
     calls = {}
     prompts = torch.zeros(PROMPTS, 8, dtype=torch.long)
 
@@ -46,24 +46,20 @@ def recorded(monkeypatch):
         return fake_result(modes, kwargs, prompts.tolist())
 
     drafts = {"nested": "NESTED", "top-level": "TOP", "hand-written": "HAND"}
-    return serve, drafts, calls, prompts
+    return serve, drafts, calls
 
 
 def test_every_engine_the_acceptance_tests_start_takes_only_sglang_arguments(recorded):
-    serve, drafts, calls, prompts = recorded
+    serve, drafts, calls = recorded
     acceptance.test_stock_fails_at_startup_on_nested_ids(serve, drafts)
     acceptance.test_request_cap_behaves_as_in_stock_sglang(serve, drafts)
-    acceptance.test_dp_attention_eager_behaves_as_in_stock_sglang(serve, drafts)
-    for params in acceptance.MULTI_GPU:
-        acceptance.test_multi_gpu(serve, drafts, prompts, *params)
+    acceptance.test_pipeline_parallel_is_refused_before_gpu_work(serve, drafts)
     fields = sglang_fields()
     for name, kwargs in calls.items():
         unknown = set(kwargs) - fields
         assert not unknown, f"{name}: not SGLang engine arguments: {sorted(unknown)}"
-    assert {"plugin-tp2-deterministic", "no-spec-tp2-deterministic", "stock-hand-written-cap8"} <= set(calls)
-    assert calls["stock-hand-written-tp2-deterministic"]["enable_deterministic_inference"] is True
     assert calls["stock-hand-written-cap8"]["speculative_draft_model_path"] == "HAND"
-    assert "model_impl" not in calls["stock-hand-written-dp-attention2-eager"]
+    assert calls["plugin-pp2"]["pp_size"] == 2
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +67,24 @@ def pair():
     from sglang_eagle3_embed.doctor.pair import GPU_PAIR, Pair
 
     return Pair("TARGET", "DRAFT", GPU_PAIR)
+
+
+def test_the_multi_gpu_pool_asks_only_for_sglang_arguments_and_compares_like_with_like(pair):
+    jobs = multi_gpu.jobs_for(pair, "HAND")
+    fields = sglang_fields()
+    for name, job in jobs.items():
+        unknown = set(job["engine"]) - fields
+        assert not unknown, f"{name}: not SGLang engine arguments: {sorted(unknown)}"
+        assert job["engine"]["max_total_tokens"]  # engines sharing the GPUs cap their KV pool
+    for layout in multi_gpu.LAYOUTS:
+        plugin, stock, plain = (jobs[f"{who}-{layout}"]["engine"] for who in ("plugin", "stock", "plain"))
+        assert plugin["enable_deterministic_inference"] and plugin["tp_size"] == 2
+        assert {k for k in plugin.keys() | stock.keys() if plugin.get(k) != stock.get(k)} == {
+            "model_impl", "speculative_draft_model_path",
+        }  # fmt: skip
+        assert "speculative_algorithm" not in plain and plain["tp_size"] == 2
+    eager = jobs["stock-dp-attention2-eager"]["engine"]
+    assert "model_impl" not in eager and "cuda_graph_max_bs_decode" not in eager
 
 
 def test_the_lossless_pool_asks_only_for_sglang_arguments_and_times_five_engines(pair, tmp_path):
