@@ -15,9 +15,6 @@ __version__ = "0.1.0"
 MODEL_IMPL = "sglang_eagle3_embed"
 """The ``--model-impl`` value that selects the plugin's model classes."""
 
-SUPPORTED_SGLANG_VERSION = "0.5.23"
-"""The only SGLang release whose internals the plugin hooks."""
-
 FAMILY = (
     "DeepseekV2ForCausalLM",
     "DeepseekV3ForCausalLM",
@@ -26,4 +23,4 @@ FAMILY = (
 )
 """Target architectures the plugin serves (``patch/deepseek_models.py`` maps each to its subclass)."""
 
-__all__ = ["FAMILY", "MODEL_IMPL", "SUPPORTED_SGLANG_VERSION", "__version__"]
+__all__ = ["FAMILY", "MODEL_IMPL", "__version__"]

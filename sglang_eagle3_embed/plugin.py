@@ -12,8 +12,8 @@ import logging
 
 from sglang_eagle3_embed import patch
 from sglang_eagle3_embed.activation import State
-from sglang_eagle3_embed.core.compat import check_sglang_version, installed_sglang_version
 from sglang_eagle3_embed.core.errors import PluginInactiveError
+from sglang_eagle3_embed.core.releases import installed_sglang_version, release
 
 __all__ = ["register"]
 
@@ -37,7 +37,7 @@ def register() -> None:
         logger.error("sglang_eagle3_embed inactive: %s", State.reason)
         return
     try:
-        warning = check_sglang_version(installed_sglang_version())
+        _, warning = release(installed_sglang_version())
     except PluginInactiveError as exc:
         State.active = False
         State.reason = str(exc)

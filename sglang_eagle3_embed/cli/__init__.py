@@ -110,12 +110,12 @@ def _cmd_ids(args) -> int:
         print(f"ids                   : {result['ids']} (from {plan.source})")
         print(f"convention            : {plan.convention.value}")
         print(f"--model-impl {MODEL_IMPL}: captures [{plan.describe()}]")
-        print(f"stock SGLang 0.5.23   : {stock_outcome}")
+        print(f"stock SGLang          : {stock_outcome}")
         for warning in plan.warnings:
             print(f"warning [{warning.rule}]: {warning.message}")
     else:
         print(f"error: {result['error']}")
-        print(f"stock SGLang 0.5.23: {stock_outcome}")
+        print(f"stock SGLang: {stock_outcome}")
     return EXIT_OK if result["ok"] else EXIT_FINDINGS
 
 

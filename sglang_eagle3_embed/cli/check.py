@@ -13,9 +13,9 @@ import os
 import textwrap
 from importlib.metadata import entry_points
 
-from sglang_eagle3_embed.core.compat import check_sglang_version, installed_sglang_version
 from sglang_eagle3_embed.core.errors import PluginInactiveError, ValidationError
 from sglang_eagle3_embed.core.findings import Finding, Severity
+from sglang_eagle3_embed.core.releases import installed_sglang_version, release
 from sglang_eagle3_embed.core.rules import RULES, evaluate, not_checked
 
 __all__ = ["plugin_status", "render_json", "render_table", "run_check", "verdicts"]
@@ -31,7 +31,7 @@ def plugin_status() -> tuple[bool, str]:
     if allowed and ENTRY_POINT not in {x.strip() for x in allowed.split(",")}:
         return False, f"SGLANG_PLUGINS={allowed} does not list {ENTRY_POINT}, so SGLang skips it"
     try:
-        check_sglang_version(installed_sglang_version())
+        release(installed_sglang_version())
     except PluginInactiveError as exc:
         return False, str(exc)
     return True, ""

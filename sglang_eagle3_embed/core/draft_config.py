@@ -213,7 +213,7 @@ def _check_range(draft: DraftIds, convention: Convention, indices, num_layers: i
         hint = f" {min(i for i, _ in bad)} names no tensor: did you mean -1 (the embedding output)?"
     raise DraftConfigError(
         f"{where} has out-of-range entries {[i for i, _ in bad]} for a target with {num_layers} "
-        f"layers; allowed: {allowed}.{hint} The DeepSeek family in SGLang 0.5.23 captures the "
+        f"layers; allowed: {allowed}.{hint} The DeepSeek family in SGLang captures the "
         f"embedding output and the outputs of layers 0..{num_layers - 2}; the output of the last "
         f"layer has no capture point. Check that the draft was trained for this target.",
         rule="draft-ids-range",

@@ -59,7 +59,7 @@ class UnsupportedModeError(Eagle3EmbedError):
     def pipeline_parallel(cls, pp_size: int, what: str) -> UnsupportedModeError:
         return cls(
             f"--pp-size {pp_size} with {what}: the embedding output and early layers live on the "
-            f"first pipeline stage but SGLang 0.5.23 captures aux hidden states on the last stage "
+            f"first pipeline stage but SGLang captures aux hidden states on the last stage "
             f"only (srt/models/deepseek_v2.py:3459-3460). Fix: use --tp-size (and DP attention) "
             f"instead of --pp-size."
         )
@@ -67,7 +67,7 @@ class UnsupportedModeError(Eagle3EmbedError):
     @classmethod
     def two_batch_overlap(cls, what: str) -> UnsupportedModeError:
         return cls(
-            f"--enable-two-batch-overlap with {what}: SGLang 0.5.23 runs the layers after "
+            f"--enable-two-batch-overlap with {what}: SGLang runs the layers after "
             f"first_k_dense_replace through model_forward_stages, which has no capture point "
             f"(srt/models/deepseek_v2.py:3163-3172, 3202-3210), so aux hidden states would be "
             f"missing on overlapped batches. Fix: drop --enable-two-batch-overlap."

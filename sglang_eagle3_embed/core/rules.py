@@ -85,7 +85,7 @@ def _partial_triple(d: Deployment):
     if given:
         passed = " and ".join(f"{_flag(n)} {d.raw[n]}" for n in given)
         yield (
-            f"{passed} given without --speculative-num-steps: SGLang 0.5.23 stops with a bare "
+            f"{passed} given without --speculative-num-steps: SGLang stops with a bare "
             f"AssertionError. Pass all three, e.g. --speculative-num-steps 3 "
             f"--speculative-eagle-topk 1 --speculative-num-draft-tokens 4."
         )
@@ -130,8 +130,9 @@ def _plugin_inactive(d: Deployment):
     Severity.ERROR,
     "post",
     "--speculative-num-draft-tokens silently changed",
-    "sets num_draft_tokens = num_steps + 1 when topk is 1 (srt/arg_groups/speculative_hook.py:"
-    "1255-1266) or under --speculative-adaptive (1417-1421), with only a log line",
+    "sets num_draft_tokens = num_steps + 1 when topk is 1, with only a log line "
+    "(srt/arg_groups/speculative_hook.py:1255-1266), or under --speculative-adaptive, without "
+    "one (1423-1427)",
 )
 def _draft_tokens_rewritten(d: Deployment):
     name = "speculative_num_draft_tokens"
@@ -149,7 +150,7 @@ def _draft_tokens_rewritten(d: Deployment):
         )
     yield (
         f"--speculative-num-draft-tokens {passed} with --speculative-num-steps {steps} and "
-        f"--speculative-eagle-topk {d.value('speculative_eagle_topk')}: SGLang 0.5.23 would "
+        f"--speculative-eagle-topk {d.value('speculative_eagle_topk')}: SGLang would "
         f"silently draft {got} tokens instead of {passed}. Fix: {fix}."
     )
 
@@ -168,7 +169,7 @@ def _page_size_forced(d: Deployment):
         and d.resolved["page_size"] != d.raw["page_size"]
     ):
         yield (
-            f"--page-size {d.raw['page_size']}: SGLang 0.5.23 would silently use "
+            f"--page-size {d.raw['page_size']}: SGLang would silently use "
             f"{d.resolved['page_size']} with this attention backend. Fix: --page-size "
             f"{d.resolved['page_size']}, or another --attention-backend."
         )
@@ -214,7 +215,7 @@ def _draft_path_missing(d: Deployment):
             else ""
         )
         yield (
-            f"--speculative-algorithm EAGLE3 without --speculative-draft-model-path: SGLang 0.5.23 "
+            f"--speculative-algorithm EAGLE3 without --speculative-draft-model-path: SGLang "
             f"would silently load the target as its own EAGLE-3 draft{silently}. Fix: pass "
             f"--speculative-draft-model-path DRAFT."
         )
@@ -237,13 +238,13 @@ def _looks_eagle3(draft: Mapping) -> bool:
     "post",
     "An EAGLE-3 draft served under --speculative-algorithm EAGLE or NEXTN",
     "captures no aux hidden states and skips the draft's fc because the widths match "
-    "(srt/models/llama_eagle3.py:229-238): accept length about 1.0",
+    "(srt/models/llama_eagle3.py:238-247): accept length about 1.0",
 )
 def _eagle_with_eagle3_draft(d: Deployment):
     if d.algorithm in ("EAGLE", "NEXTN") and _looks_eagle3(d.draft_fields):
         yield (
             f"--speculative-algorithm {d.algorithm} with an EAGLE-3 draft (it declares aux hidden "
-            f"states): SGLang 0.5.23 would silently skip the draft's fc and feed it the final "
+            f"states): SGLang would silently skip the draft's fc and feed it the final "
             f"hidden state, accept length about 1.0. Fix: --speculative-algorithm EAGLE3."
         )
 
@@ -270,7 +271,7 @@ def _draft_unreadable(d: Deployment):
 def _draft_weights_unreadable(d: Deployment):
     if d.eagle3 and d.draft_weights_error:
         yield (
-            f"cannot read the draft's weights: {d.draft_weights_error}. SGLang 0.5.23 would fail while "
+            f"cannot read the draft's weights: {d.draft_weights_error}. SGLang would fail while "
             f"loading the draft, after loading the target. Fix: download the draft again (or repair "
             f"its model.safetensors.index.json)."
         )
@@ -369,7 +370,7 @@ def _draft_and_target(check):
     Severity.ERROR,
     "post",
     "The draft's fc weight does not read len(ids) x target hidden",
-    "fails in the fc matmul, or skips fc when the widths happen to match (llama_eagle3.py:229-238)",
+    "fails in the fc matmul, or skips fc when the widths happen to match (llama_eagle3.py:238-247)",
 )
 def _draft_fc_width(d: Deployment):
     if not d.eagle3:
@@ -460,7 +461,7 @@ def _stock_misreads(d: Deployment):
     stock_indices, outcome = stock_reading(d.draft, d.target_text["num_hidden_layers"])
     if list(plan.indices) != stock_indices:
         yield (
-            f"the draft reads [{plan.describe()}], but stock SGLang 0.5.23 {outcome}. "
+            f"the draft reads [{plan.describe()}], but stock SGLang {outcome}. "
             f"Fix: add --model-impl {MODEL_IMPL}."
         )
 

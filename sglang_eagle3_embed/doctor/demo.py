@@ -50,7 +50,7 @@ def run_demo(cache_dir: Path | None = None) -> int:
     spec = PairSpec()
     layers = spec.target.num_layers
     _say("sglang-eagle3-embed demo: why an EAGLE-3 draft trained on the embedding output fails in")
-    _say("stock SGLang 0.5.23 on DeepSeek-architecture targets, and what the plugin changes.")
+    _say("stock SGLang on DeepSeek-architecture targets, and what the plugin changes.")
     _say()
     _say(f"1. A tiny pair (built once, then cached): a {layers}-layer DeepSeek-V3 target trained on a small")
     _say(f"   synthetic language, and an EAGLE-3 draft distilled from it on ids {list(spec.ids)}, i.e.")
@@ -88,7 +88,7 @@ def run_demo(cache_dir: Path | None = None) -> int:
         nested = "serves (unexpected)"
     except RuntimeError as exc:  # SGLang's own packer: the real startup failure
         nested = f"RuntimeError: {exc}"
-    _say("   stock SGLang 0.5.23 : fails while starting (CUDA-graph capture runs this forward):")
+    _say("   stock SGLang : fails while starting (CUDA-graph capture runs this forward):")
     _say(f"                         {nested}")
     _say("                         (-1 matches no layer in its capture loop: only 2 of 3 tensors come out;")
     _say("                         with CUDA graphs off it fails on the first request instead)")
@@ -104,7 +104,7 @@ def run_demo(cache_dir: Path | None = None) -> int:
     )
     _say("3. The same ids at the top level of the config (vLLM speculators style):")
     _say(f'   "{IDS_FIELD}": {list(spec.ids)}')
-    _say("   stock SGLang 0.5.23 : starts, ignores the ids without a word and captures its defaults")
+    _say("   stock SGLang : starts, ignores the ids without a word and captures its defaults")
     _say(f"                         [{describe_capture_indices(default_indices)}]")
     _say(f"                         predicted accept length {stock_len:.2f} tokens per step")
     _say(f"   with --model-impl {MODEL_IMPL}: reads them, captures [{plan.describe()}]")

@@ -242,6 +242,15 @@ def make_backend(name: str, target: Path, device: str | None = None, engine_args
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; choose one of {sorted(BACKENDS)}")
     if name == "engine":
+        from sglang_eagle3_embed.core.releases import current
+
+        installed = current()
+        if not installed.capture_only:
+            raise InputError(
+                f"--backend engine runs SGLang's capture-only mode (--enable-return-aux-hidden-states), "
+                f"which SGLang {installed.version} lacks (it came with 0.5.23); use --backend hf or "
+                f"--backend sglang-cpu"
+            )
         return EngineBackend(target, device or "cuda", engine_args)
     if engine_args:
         raise ValueError("--engine-arg only applies to --backend engine")
@@ -353,7 +362,7 @@ class ProbeReport:
                     f"Best scored: {best.wiring.describe()} (predicted accept length "
                     f"{best.score.accept_length:.2f}); not evidence that the draft was trained on it."
                 )
-        for name, who in ((PLUGIN, "--model-impl sglang_eagle3_embed"), (STOCK, "stock SGLang 0.5.23")):
+        for name, who in ((PLUGIN, "--model-impl sglang_eagle3_embed"), (STOCK, "stock SGLang")):
             r = self.result(name)
             if r.score is None:
                 lines.append(f"{who}: {r.wiring.failure}")

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import torch
 
-__all__ = ["CpuRuntime", "init", "load_model", "prefill_captures", "sglang_model"]
+__all__ = ["CpuRuntime", "build", "init", "load_model", "prefill_captures", "sglang_model"]
 
 _INITIALISED = False
 
@@ -41,7 +41,11 @@ def init() -> None:
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ["MASTER_PORT"] = str(_free_port())
     init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo")
-    publish_build_topology(tp_size=1, ep_size=1, pp_size=1, attention_backend="torch_native")
+    from sglang_eagle3_embed.core.releases import current
+
+    # the tiny configs have too few experts to fuse the shared one into (0.5.21-0.5.22 would)
+    fusion = {"disable_shared_experts_fusion": True} if current().fuses_shared_experts else {}
+    publish_build_topology(tp_size=1, ep_size=1, pp_size=1, attention_backend="torch_native", **fusion)
     initialize_model_parallel(backend="gloo")
 
     # (a) RoPE: without a platform, RotaryEmbedding falls through to a vllm import; claim CPU here.
@@ -61,9 +65,23 @@ def init() -> None:
     _INITIALISED = True
 
 
+def build(cls, config):
+    """Construct an SGLang model class from ``config`` (deep-copied: SGLang rewrites it) outside any
+    forward context: the :class:`CpuRuntime` publishes one for its forwards, and SGLang 0.5.21 and
+    0.5.22 refuse construction-time reads inside one (``srt/layers/moe/utils.py``, 0.5.21: 521-544,
+    0.5.22: 545-568)."""
+    from sglang.srt.model_executor.forward_context import set_forward_context
+
+    previous = set_forward_context(None)
+    try:
+        return cls(copy.deepcopy(config), quant_config=None).eval()
+    finally:
+        set_forward_context(previous)
+
+
 def sglang_model(cls, config, hf):
-    """Build an SGLang model class from ``config`` (deep-copied: SGLang rewrites it) with HF's weights."""
-    model = cls(copy.deepcopy(config), quant_config=None).eval()
+    """Build an SGLang model class from ``config`` with HF's weights."""
+    model = build(cls, config)
     model.load_weights(list(hf.state_dict().items()))
     return model
 
@@ -76,7 +94,7 @@ def load_model(cls, folder: Path):
 
     init()
     config = AutoConfig.from_pretrained(folder)
-    model = cls(copy.deepcopy(config), quant_config=None).eval()
+    model = build(cls, config)
     model.load_weights(list(read_safetensors(folder).items()))
     return model, config
 

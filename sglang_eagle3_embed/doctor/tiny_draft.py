@@ -78,7 +78,7 @@ class Eagle3Draft(nn.Module):
 
     def residual_in(self, aux: torch.Tensor) -> torch.Tensor:
         """``fc(aux)`` for target features; the draft's own hidden states pass as they are
-        (SGLang applies fc only when the width differs, ``llama_eagle3.py:236``)."""
+        (SGLang applies fc only when the width differs, ``llama_eagle3.py:238``)."""
         return aux if aux.shape[-1] == self.config.hidden_size else self.fc(aux)
 
     def run(self, embeds, residual, positions=None, mask=None):

@@ -7,7 +7,7 @@ the model body, which every execution path runs: eager, decode CUDA graph, the b
 CUDA graph and context-parallel prefill all call ``DeepseekV2Model.forward``
 (``srt/model_executor/runner/prefill_cuda_graph_runner.py:181-203``,
 ``srt/model_executor/runner/eager_runner.py:397``). ``AuxHiddenStatePacker`` copies each capture
-into its own buffer (``srt/layers/aux_hidden_states.py:63-70``), so the embedding is never an alias
+into its own buffer (``srt/layers/aux_hidden_states.py:70-71``), so the embedding is never an alias
 of a residual that a later layer updates in place.
 
 What the plugin adds: the right indices (from :mod:`sglang_eagle3_embed.core.draft_config`), the order

@@ -1,4 +1,5 @@
-"""Wrapper of the first resolution step, ``handle_deprecated_dp_attention`` (docs/patches.md §3).
+"""Wrapper of the first resolution step (docs/patches.md §3): ``handle_mega_moe`` in SGLang 0.5.21,
+``handle_deprecated_dp_attention`` from 0.5.22 (:mod:`sglang_eagle3_embed.core.releases`).
 
 Stops a launch that asks for ``--model-impl sglang_eagle3_embed`` when the plugin is not active,
 or when SGLang did not apply the architecture hook, in the launcher before any subprocess or GPU
@@ -12,12 +13,14 @@ from __future__ import annotations
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.activation import requested, require_active
 from sglang_eagle3_embed.core.errors import PluginInactiveError
+from sglang_eagle3_embed.core.releases import current
 from sglang_eagle3_embed.patch import model_architecture
 
 __all__ = ["STEP", "WHAT", "guard", "register"]
 
-STEP = "handle_deprecated_dp_attention"
-WHAT = f"the resolution step {STEP!r}"
+STEP: str | None = None
+"""The step to wrap; None: the installed release's first step."""
+WHAT = "the first resolution step"
 
 
 def guard(server_args, previous) -> None:
@@ -35,4 +38,4 @@ def guard(server_args, previous) -> None:
 def register() -> None:
     from sglang.srt.arg_groups.resolution_hooks import register_resolution_hook
 
-    register_resolution_hook(STEP)(guard)
+    register_resolution_hook(STEP or current().first_step)(guard)

@@ -2,7 +2,7 @@
 (docs/patches.md §6).
 
 At launch it runs the ``pre`` rules, then SGLang's step, then the ``post`` rules, comparing what the
-user passed (``_raw_input``, ``srt/arg_groups/pipeline.py:28-31``) with what SGLang resolved
+user passed (``_raw_input``, ``srt/arg_groups/pipeline.py:29-32``) with what SGLang resolved
 (``resolution_result``, ``srt/arg_groups/overrides.py:178-192``). It runs in the launcher before any
 subprocess or GPU work, only for launches with ``--model-impl sglang_eagle3_embed``.
 ``sglang-eagle3-embed check`` (:mod:`sglang_eagle3_embed.cli.check`) runs the same rules on the

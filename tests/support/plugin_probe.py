@@ -1,7 +1,7 @@
 """Run in a fresh process by the integration tests (``python -m tests.support.plugin_probe MODE``):
 load the installed plugin the way SGLang does and report what happens, as JSON on the last line.
 
-Modes: ``healthy``; ``old-sglang`` pretends another SGLang is installed; ``arch-hook-not-applied``
+Modes: ``healthy``; ``old-sglang`` pretends an unsupported SGLang (0.5.20) is installed; ``arch-hook-not-applied``
 points the architecture hook at a symbol SGLang cannot find (SGLang only logs it);
 ``guard-not-registered`` names a resolution step that does not exist."""
 
@@ -25,7 +25,7 @@ def main(mode: str) -> dict:
     if mode == "old-sglang":
         import sglang_eagle3_embed.plugin as plugin
 
-        plugin.installed_sglang_version = lambda: "0.5.22"
+        plugin.installed_sglang_version = lambda: "0.5.20"
     elif mode == "arch-hook-not-applied":  # SGLang's apply_hooks fails on the target and only logs
         model_architecture.TARGET = "sglang.srt.model_loader.utils.no_such_function"
     elif mode == "guard-not-registered":  # the resolution pipeline refuses the guard's step name

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sglang_eagle3_embed.doctor.sglang_cpu import CpuRuntime, init, sglang_model  # noqa: F401
+from sglang_eagle3_embed.doctor.sglang_cpu import CpuRuntime, build, init, sglang_model  # noqa: F401
 
 
 @dataclass(frozen=True)

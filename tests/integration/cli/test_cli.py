@@ -10,6 +10,8 @@ import pytest
 from sglang_eagle3_embed.core.ids import IDS_FIELD
 from tests.support import ROOT
 
+pytestmark = pytest.mark.releases
+
 
 def cli(*args):
     return subprocess.run(
@@ -64,11 +66,3 @@ def test_check_json_clean_deployment_exits_0(tmp_path):
 )
 def test_check_bad_invocation_exits_2(args):
     assert cli(*args).returncode == 2
-
-
-def test_pair_finds_the_cached_pair(tiny_pair, capsys):
-    from sglang_eagle3_embed import cli as cli_module
-
-    assert cli_module.main(["pair", "--cache", str(tiny_pair.target.parent)]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out == {"ok": True, "target": str(tiny_pair.target), "draft": str(tiny_pair.draft)}

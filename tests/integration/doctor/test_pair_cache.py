@@ -79,3 +79,12 @@ def test_what_killed_builds_left_behind_is_cleaned(cache):
         (folder / "partial.bin").write_bytes(b"x")
     build_pair(SPEC, cache)
     assert not any(folder.exists() for folder in stale)
+
+
+def test_the_pair_command_finds_the_cached_pair(tiny_pair, capsys):
+    from sglang_eagle3_embed import cli as cli_module
+
+    cache = str(tiny_pair.target.parent)
+    assert cli_module.main(["pair", "--cache", cache]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"ok": True, "target": str(tiny_pair.target), "draft": str(tiny_pair.draft)}

@@ -18,6 +18,8 @@ from sglang_eagle3_embed.patch import deepseek_capture as capture
 from sglang_eagle3_embed.patch import deepseek_models as models
 from tests.support.strategies import draft_config, embed_ids
 
+pytestmark = pytest.mark.releases
+
 ATOL = 1e-4
 
 

@@ -12,6 +12,8 @@ from sglang_eagle3_embed.core.ids import IDS_FIELD, stock_capture_indices
 from sglang_eagle3_embed.patch import deepseek_capture as capture
 from sglang_eagle3_embed.patch import deepseek_models as models
 
+pytestmark = pytest.mark.releases
+
 
 @pytest.fixture(scope="module")
 def tiny(sglang_cpu):

@@ -2,11 +2,14 @@
 
 import copy
 
+import pytest
 import torch
 
 from sglang_eagle3_embed.core.ids import IDS_FIELD
 from sglang_eagle3_embed.patch import deepseek_capture as capture
 from sglang_eagle3_embed.patch import deepseek_models as models
+
+pytestmark = pytest.mark.releases
 
 
 def tiny_kimi(harness, spec):
@@ -28,7 +31,7 @@ def test_text_only_kimi_k25_delegates_to_the_plugin_capture(tmp_path, sglang_cpu
     harness = sglang_cpu
     text, config = tiny_kimi(harness, harness.TinySpec(num_layers=4))
     hf = harness.hf_model(text)
-    kimi = models.KimiK25ForConditionalGeneration(config, quant_config=None)
+    kimi = harness.build(models.KimiK25ForConditionalGeneration, config)
     assert isinstance(kimi.language_model.model, capture.Eagle3EmbedDeepseekV2Model)
     kimi.language_model.load_weights(list(hf.state_dict().items()))
 
@@ -52,7 +55,7 @@ def test_stock_kimi_k25_misses_the_embedding(sglang_cpu):
     harness = sglang_cpu
     text, config = tiny_kimi(harness, harness.TinySpec(num_layers=4))
     hf = harness.hf_model(text)
-    kimi = KimiK25ForConditionalGeneration(config, quant_config=None)
+    kimi = harness.build(KimiK25ForConditionalGeneration, config)
     kimi.language_model.load_weights(list(hf.state_dict().items()))
     kimi.set_eagle3_layers_to_capture([-1, 1, 2])
     rt = harness.CpuRuntime(text)

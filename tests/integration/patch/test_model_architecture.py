@@ -1,8 +1,12 @@
 """patch/model_architecture.py: the AROUND hook on ``get_model_architecture`` gives the plugin's
 classes to targets launched with ``--model-impl sglang_eagle3_embed`` and nothing else changes."""
 
+import pytest
+
 from sglang_eagle3_embed import FAMILY, MODEL_IMPL
 from tests.integration.conftest import plugin_report
+
+pytestmark = pytest.mark.releases
 
 
 def test_the_hook_is_applied_where_modules_imported_the_function(healthy_plugin):

@@ -6,6 +6,8 @@ import pytest
 from sglang_eagle3_embed import MODEL_IMPL
 from tests.integration.conftest import plugin_report
 
+pytestmark = pytest.mark.releases
+
 
 def test_healthy_plugin_lets_every_launch_resolve(healthy_plugin):
     assert all("ok" in v for v in healthy_plugin["launch"].values()), healthy_plugin["launch"]
@@ -14,7 +16,10 @@ def test_healthy_plugin_lets_every_launch_resolve(healthy_plugin):
 @pytest.mark.parametrize(
     ("mode", "fragment"),
     [
-        ("old-sglang", "supports sglang==0.5.23 only, but sglang 0.5.22 is installed"),
+        (
+            "old-sglang",
+            "supports SGLang 0.5.21, 0.5.22, 0.5.23 (sglang>=0.5.21,<=0.5.23), but sglang 0.5.20 is installed",
+        ),
         ("arch-hook-not-applied", "SGLang did not apply the plugin's hook"),
     ],
 )

@@ -8,9 +8,12 @@ from hypothesis import strategies as st
 
 from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.rules import RULES
+from tests.support import needs_capture_only
 from tests.support.rule_examples import BASE_TARGET, EXAMPLES, Scenario, launch
 from tests.support.strategies import messy_draft_config
 from tests.unit.core.test_draft_config import oracle
+
+pytestmark = pytest.mark.releases
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +116,7 @@ def test_adaptive_rewrite_of_explicit_draft_tokens_is_refused(check):
     )
 
 
+@needs_capture_only()
 def test_capture_only_launch_with_the_plugin_is_not_an_eagle3_deployment(check):
     """--enable-return-aux-hidden-states names the capture convention with --speculative-algorithm
     EAGLE3 but runs no speculation and takes no draft (the probe's engine backend launches this)."""

@@ -53,9 +53,9 @@ def test_register_stays_inactive_until_every_hook_is_registered(hooks):
 
 def test_an_unsupported_sglang_leaves_the_plugin_inactive(hooks, monkeypatch):
     hooks[1].failures = 0
-    monkeypatch.setattr(plugin, "installed_sglang_version", lambda: "0.5.22")
+    monkeypatch.setattr(plugin, "installed_sglang_version", lambda: "0.5.20")
     plugin.register()
-    assert State.active is False and "0.5.22" in State.reason
+    assert State.active is False and "0.5.20" in State.reason
 
 
 @pytest.fixture

@@ -1,0 +1,76 @@
+"""Run the tests that touch SGLang itself (marked ``releases``) against older supported releases.
+
+    python -m tools.releases                 # every supported release but the installed one
+    python -m tools.releases 0.5.21          # one
+
+Each release's wheel is installed without its dependencies into ``.releases/<version>`` (once) and
+put first on ``PYTHONPATH``, over the environment the project installed (the newest release with its
+dependencies). The marked tests then run against that release's Python code: its argument
+resolution, plugin loading, model code and the plugin's hooks into them. What stays from the
+environment is torch and transformers: 0.5.22 pins the same as 0.5.23 (torch 2.14.1, transformers
+5.19.0); 0.5.21 pins torch 2.13.0 and transformers 5.12.1, and runs here on the newer pair, on the CPU
+code paths only (the tests compare SGLang's forward with HF's in the same environment). CUDA kernels
+of the older releases are not exercised: the GPU suite runs on 0.5.23.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sglang_eagle3_embed.core.releases import SUPPORTED, installed_sglang_version
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".releases"
+FORWARD_EXAMPLES = "50"  # the forward property test's examples per older release (200 on the newest)
+
+
+def overlay(version: str) -> Path:
+    """``.releases/<version>``: the release's wheel, without dependencies (installed once)."""
+    target = CACHE / version
+    if not (target / f"sglang-{version}.dist-info").is_dir():
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile",
+             "--target", str(target), f"sglang=={version}"],
+            check=True,
+        )  # fmt: skip
+    return target
+
+
+def run(version: str, extra: list[str]) -> int:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(overlay(version)), os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        ),
+        "TORCHDYNAMO_DISABLE": "1",
+        "EAGLE3_EMBED_FORWARD_EXAMPLES": os.environ.get("EAGLE3_EMBED_FORWARD_EXAMPLES", FORWARD_EXAMPLES),
+    }
+    check = subprocess.run(
+        [sys.executable, "-c", "import importlib.metadata as m; print(m.version('sglang'))"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    if check.stdout.strip() != version:
+        sys.exit(f"the overlay of {version} reads as sglang {check.stdout.strip()}")
+    print(f"== SGLang {version}: the tests marked `releases`", flush=True)
+    command = [sys.executable, "-m", "pytest", "-n", "2", "-m", "releases", "-q", "tests/integration", *extra]
+    return subprocess.run(command, env=env, cwd=ROOT, check=False).returncode
+
+
+def main(argv: list[str]) -> int:
+    versions = [a for a in argv if not a.startswith("-")] or [
+        v for v in SUPPORTED if v != installed_sglang_version()
+    ]
+    unknown = sorted(set(versions) - set(SUPPORTED))
+    if unknown:
+        sys.exit(f"not a supported release: {unknown} (supported: {', '.join(SUPPORTED)})")
+    codes = {v: run(v, [a for a in argv if a.startswith("-")]) for v in versions}
+    for version, code in codes.items():
+        print(f"SGLang {version}: {'passed' if code == 0 else f'FAILED (pytest exit {code})'}")
+    return 0 if all(code == 0 for code in codes.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
