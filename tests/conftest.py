@@ -38,3 +38,11 @@ def tiny_pair(tmp_path_factory):
     root = tmp_path_factory.getbasetemp()
     cache = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "pair-cache"
     return build_pair(cache_dir=cache)
+
+
+@pytest.fixture(scope="session")
+def tiny_kimi_pair(tiny_pair):
+    """The default CPU pair with its target wrapped as Kimi-K2.5 (``pair --arch kimi-k25``)."""
+    from sglang_eagle3_embed.doctor.kimi import build_kimi_pair
+
+    return build_kimi_pair(tiny_pair.spec, tiny_pair.target.parent)

@@ -173,7 +173,12 @@ def _cmd_pair(args) -> int:
     ids = tuple(args.ids) if args.ids else default.ids
     spec = pair.PairSpec(target=target, ids=ids, convention=args.convention, declare=args.declare)
     spec.validate()  # before anything is trained or cached
-    built = pair.build_pair(spec, args.cache, args.device)
+    if args.arch == "kimi-k25":
+        from sglang_eagle3_embed.doctor.kimi import build_kimi_pair
+
+        built = build_kimi_pair(spec, args.cache, args.device)
+    else:
+        built = pair.build_pair(spec, args.cache, args.device)
     print(json.dumps({"ok": True, "target": str(built.target), "draft": str(built.draft)}))
     return EXIT_OK
 
@@ -209,6 +214,13 @@ def _add_pair(sub) -> None:
         choices=["cpu", "gpu"],
         default="cpu",
         help="cpu: 7 layers, ids -1 2 4 (the demo's); gpu: 16 layers, MLA widths SGLang's GPU kernels take",
+    )
+    pair.add_argument(
+        "--arch",
+        choices=["deepseek-v3", "kimi-k25"],
+        default="deepseek-v3",
+        help="the target's architecture: DeepSeek-V3, or Kimi-K2.5 (the same text model in the "
+        "multimodal wrapper, with a small random vision tower; serve it with --trust-remote-code)",
     )
     pair.add_argument("--layers", type=int)
     pair.add_argument("--hidden", type=int)

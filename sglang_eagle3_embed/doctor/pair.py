@@ -44,7 +44,7 @@ class PairSpec:
 
     @property
     def key(self) -> str:
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        blob = json.dumps({**asdict(self), "target": self.target.key}, sort_keys=True).encode()
         ids = "_".join(str(i) for i in self.ids)
         return f"draft-{ids}-{hashlib.sha1(blob).hexdigest()[:10]}"
 

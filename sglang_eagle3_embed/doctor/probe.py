@@ -81,6 +81,30 @@ def _chunks(n: int, size: int):
         yield slice(start, min(n, start + size))
 
 
+def text_model(folder: Path, text_config: dict):
+    """The DeepSeek-V3 text model of a Kimi-K2.5 folder in HF transformers: the weights under
+    ``language_model.``, loaded through ``from_pretrained`` (which converts per-expert checkpoint
+    names) from a temporary folder; the vision tower is not needed to score text."""
+    import tempfile
+
+    from safetensors.torch import save_file
+    from transformers import AutoModelForCausalLM
+
+    from sglang_eagle3_embed.doctor.weights import read_safetensors
+
+    weights = {}
+    for name, tensor in read_safetensors(folder).items():
+        name = name.replace("language_model.layers.", "language_model.model.layers.")  # NVFP4 names
+        if name.startswith("language_model."):
+            weights[name.removeprefix("language_model.")] = tensor.contiguous()
+    if not weights:
+        raise ValueError("it has no weights under language_model.")
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "config.json").write_text(json.dumps(text_config))
+        save_file(weights, str(Path(tmp) / "model.safetensors"))
+        return AutoModelForCausalLM.from_pretrained(tmp, torch_dtype=torch.float32)
+
+
 class HFBackend:
     """HF transformers: greedy ``generate`` and ``output_hidden_states`` (index i = input of layer i)."""
 
@@ -89,7 +113,12 @@ class HFBackend:
     def __init__(self, target: Path, device: str = "cpu"):
         from transformers import AutoModelForCausalLM
 
-        self.model = AutoModelForCausalLM.from_pretrained(target, torch_dtype=torch.float32).to(device).eval()
+        config = json.loads((Path(target) / "config.json").read_text())
+        if isinstance(config.get("text_config"), dict):  # Kimi-K2.5: the text model inside
+            self.model = text_model(Path(target), config["text_config"])
+        else:
+            self.model = AutoModelForCausalLM.from_pretrained(target, torch_dtype=torch.float32)
+        self.model = self.model.to(device).eval()
         self.device = device
         self.num_layers = self.model.config.num_hidden_layers
         self.embedding = self.model.get_input_embeddings()

@@ -36,7 +36,6 @@ def init() -> None:
         init_distributed_environment,
         initialize_model_parallel,
     )
-    from sglang.test.test_utils import publish_build_topology
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ["MASTER_PORT"] = str(_free_port())
@@ -45,7 +44,7 @@ def init() -> None:
 
     # the tiny configs have too few experts to fuse the shared one into (0.5.21-0.5.22 would)
     fusion = {"disable_shared_experts_fusion": True} if current().fuses_shared_experts else {}
-    publish_build_topology(tp_size=1, ep_size=1, pp_size=1, attention_backend="torch_native", **fusion)
+    _publish_server_args(tp_size=1, ep_size=1, pp_size=1, attention_backend="torch_native", **fusion)
     initialize_model_parallel(backend="gloo")
 
     # (a) RoPE: without a platform, RotaryEmbedding falls through to a vllm import; claim CPU here.
@@ -63,6 +62,21 @@ def init() -> None:
 
     AttentionBackendRegistry.register("torch_native", lambda attn, fb: AttnForwardMethod.MLA)
     _INITIALISED = True
+
+
+def _publish_server_args(**fields) -> None:
+    """Publish test ServerArgs as SGLang's own ``sglang.test.test_utils.publish_build_topology``
+    does (the same in 0.5.21-0.5.23, ``test/test_utils.py:2003``/``2101``/``2101``), without
+    importing that module: it imports SGLang's serving benchmark, which needs ``datasets``, absent
+    from a plain server install."""
+    from sglang.srt.distributed import parallel_state
+    from sglang.srt.runtime_context import SpawnRanks, get_parallel, publish, reset_context
+    from sglang.srt.server_args import ServerArgs
+
+    reset_context()
+    publish(ServerArgs(model_path="dummy", **fields), role="test", ranks=SpawnRanks(world_rank=0))
+    if parallel_state._WORLD is not None:  # keep the gloo world across the reset
+        get_parallel().override_permanently(world_group=parallel_state._WORLD)
 
 
 def build(cls, config):

@@ -26,8 +26,14 @@ import torch
 
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.doctor import cache
+from sglang_eagle3_embed.doctor.tokenizer import write_tokenizer
 
 __all__ = ["Language", "TargetSpec", "build_target", "default_cache_dir", "train_target"]
+
+
+FOLDER_FORMAT = 2
+"""What a target folder holds, in its cache key: 2 adds the tokenizer and drops the begin and end
+token ids (the language has neither)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,7 @@ class TargetSpec:
 
     @property
     def key(self) -> str:
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        blob = json.dumps({**asdict(self), "format": FOLDER_FORMAT}, sort_keys=True).encode()
         return f"target-L{self.num_layers}-H{self.hidden}-{hashlib.sha1(blob).hexdigest()[:10]}"
 
     def validate(self) -> None:
@@ -116,7 +122,7 @@ def target_config(spec: TargetSpec):
         qk_rope_head_dim=spec.qk_rope, qk_nope_head_dim=spec.qk_nope, v_head_dim=spec.v_head,
         max_position_embeddings=256, tie_word_embeddings=False,
         topk_method="noaux_tc", scoring_func="sigmoid", norm_topk_prob=True,  # read by SGLang
-        architectures=["DeepseekV3ForCausalLM"],
+        architectures=["DeepseekV3ForCausalLM"], bos_token_id=None, eos_token_id=None,
     )  # fmt: skip
 
 
@@ -164,6 +170,7 @@ def build_target(spec: TargetSpec = TargetSpec(), cache_dir: Path | None = None,
     spec.validate()
     tmp = cache.temporary(folder)
     train_target(spec, device).save_pretrained(tmp, safe_serialization=True)
+    write_tokenizer(tmp, spec.vocab)
     (tmp / "tiny_target_spec.json").write_text(json.dumps(asdict(spec), indent=2))
     (tmp / "built_on.txt").write_text(f"{device} torch {torch.__version__}\n")
     cache.publish(tmp, folder)

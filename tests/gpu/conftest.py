@@ -66,3 +66,11 @@ def gpu_pair():
 
     torch.set_num_threads(min(8, os.cpu_count() or 1))
     return build_pair(GPU_PAIR, device=os.environ.get("EAGLE3_EMBED_PAIR_DEVICE", "cuda"))
+
+
+@pytest.fixture(scope="session")
+def gpu_kimi_pair(gpu_pair):
+    """The GPU-sized pair with its target wrapped as Kimi-K2.5 (``pair --size gpu --arch kimi-k25``)."""
+    from sglang_eagle3_embed.doctor.kimi import build_kimi_pair
+
+    return build_kimi_pair(gpu_pair.spec, gpu_pair.target.parent)

@@ -193,6 +193,7 @@ def test_speedup_renders_a_result_and_needs_a_gpu_to_measure(tmp_path):
         ("capture_overhead.py", "--device", "cuda"),
         ("probe_throughput.py", "--backends", "hf", "engine"),
         ("gpu_all.py",),
+        ("step_times.py",),
     ],
 )
 def test_gpu_measurements_say_they_need_a_gpu(command, tmp_path):
@@ -362,3 +363,40 @@ def test_acceptance_table_from_logs(tmp_path):
     assert "| stock, nested ids | fails: [y] RuntimeError: captured 2 of 3 |  | | |" in out
     assert "| stock, top-level ids (serves its defaults) | fails: no result after 300 s | 1.39 | | |" in out
     assert "| no speculation | not run | | | |" in out
+
+
+def step_times_result():
+    def steps(ms):
+        return {"steps": {str(b): {"ms": v, "samples": [v]} for b, v in zip((1, 8, 32), ms)}}
+
+    return {
+        "accept": {"the seed's report": 1.6, "the plugin": 3.1},
+        "models": {"kimi-k25": {"layers": "4 of 61", "plain": steps([2.0, 2.0, 2.5]), "plugin": steps([5.0, 6.0, 10.0])}},
+    }  # fmt: skip
+
+
+def test_step_times_renders_measured_and_derived_figures(tmp_path):
+    (tmp_path / "in.json").write_text(json.dumps(step_times_result()))
+    out = bench("step_times.py", "--quick", "--from-json", tmp_path / "in.json").stdout
+    assert "| kimi-k25 | 4 of 61 | 1 | 2.00 | 5.00 | 2.50 |" in out
+    assert "| kimi-k25 | 1 | 0.64x | 1.24x |" in out  # 1.6 x 2 / 5, 3.1 x 2 / 5
+    assert "| kimi-k25 | 32 | 0.40x | 0.78x |" in out
+    assert bench("step_times.py", "--quick", check=False).returncode == 2  # --quick only renders
+
+
+@pytest.mark.parametrize("model", ["kimi-k25", "v2-lite"])
+def test_step_times_launches_pass_the_plugins_checks(model, tmp_path):
+    """The real-width launches the benchmark makes, through the plugin's own pre-flight check."""
+    from benchmarks.step_times import write_targets
+
+    target = write_targets(tmp_path)[model]
+    extra = ["--trust-remote-code"] if target["server"].get("trust_remote_code") else []
+    run = subprocess.run(
+        [sys.executable, "-m", "sglang_eagle3_embed.cli", "check", "--model-path", target["target"],
+         "--model-impl", "sglang_eagle3_embed", *extra, "--load-format", "dummy", "--skip-tokenizer-init",
+         "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", target["draft"],
+         "--speculative-draft-load-format", "dummy", "--speculative-num-steps", "3",
+         "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4", "--json"],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

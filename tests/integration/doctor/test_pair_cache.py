@@ -5,6 +5,7 @@ behind is cleaned. A spec trained for a few steps keeps each build to seconds.""
 
 import json
 import os
+from pathlib import Path
 
 import filelock
 import pytest
@@ -88,3 +89,7 @@ def test_the_pair_command_finds_the_cached_pair(tiny_pair, capsys):
     assert cli_module.main(["pair", "--cache", cache]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out == {"ok": True, "target": str(tiny_pair.target), "draft": str(tiny_pair.draft)}
+    assert cli_module.main(["pair", "--cache", cache, "--arch", "kimi-k25"]) == 0
+    kimi = json.loads(capsys.readouterr().out)
+    assert kimi["draft"] == str(tiny_pair.draft) and kimi["target"] != str(tiny_pair.target)
+    assert json.loads((Path(kimi["target"]) / "config.json").read_text())["model_type"] == "kimi_k25"

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from tests.gpu import test_acceptance as acceptance
+from tests.gpu import test_kimi as kimi
 from tests.gpu import test_lossless as lossless
 from tests.gpu import test_multi_gpu as multi_gpu
 
@@ -210,3 +211,19 @@ def test_failing_alike_means_the_same_failure_on_a_host_that_could_start_both(pl
     else:
         with pytest.raises(pytest.fail.Exception, match=verdict):
             acceptance.same_as_stock(serve, "x", drafts)
+
+
+def test_the_kimi_servers_ask_only_for_sglang_arguments_and_compare_like_with_like(pair):
+    drafts = {"nested": "NESTED", "top-level": "TOP", "hand-written": "HAND"}
+    jobs = kimi.jobs_for(pair, drafts)
+    fields = sglang_fields()
+    for name, job in jobs.items():
+        unknown = set(job["server"]) - fields
+        assert not unknown, f"{name}: not SGLang server arguments: {sorted(unknown)}"
+        assert job["server"]["trust_remote_code"] and job["server"]["max_total_tokens"]
+    plugin, stock = jobs["kimi-plugin"]["server"], jobs["kimi-stock-hand-written"]["server"]
+    assert {k for k in plugin.keys() | stock.keys() if plugin.get(k) != stock.get(k)} == {
+        "model_impl", "speculative_draft_model_path",
+    }  # fmt: skip
+    assert jobs["kimi-plain"]["server"]["enable_deterministic_inference"]
+    assert set(kimi.ENGINE_ARGS) <= fields

@@ -1,0 +1,220 @@
+"""What one decode step and one speculative step cost at real widths, on the real server.
+
+Targets of real width with reduced depth and dummy weights (``--load-format dummy``): Kimi-K2.5
+(hidden 7168, MLA, 384 routed experts top-8, vocab 163840, the real vision tower; 4 text layers) and
+DeepSeek-V2-Lite (hidden 2048, 64 routed experts top-6, all 27 layers), each with an EAGLE-3 draft of
+the real shape (``LlamaForCausalLMEagle3``, one layer of the target's width, reading ``[-1, a, b]``).
+For each target, ``python -m sglang.launch_server`` runs once without speculation and once with the
+plugin (EAGLE-3, 3 steps, top-k 1, CUDA graphs), one after the other (a target fills most of the
+GPU). At batch 1, 8 and 32 (prompts of 64 tokens) each is warmed up, then timed generating 1 and
+``--new-tokens`` tokens, ``--rounds`` times:
+
+- measured: a decode step = (time for N tokens - time for 1) / (N - 1); a speculative step (draft
+  steps + verify) = (time for N tokens - time for 1) / (verify passes - 1), the verify passes being
+  the most any request of the batch took (``spec_verify_ct``); the memory SGLang logs at startup;
+- derived: the tokens/s that speculation gives per request at accept length ``a`` against plain
+  decoding, ``a x decode step / speculative step``, for the accept lengths in ``--accept``.
+
+    python -m benchmarks.step_times --models kimi-k25 v2-lite --logs /tmp/logs
+    python -m benchmarks.step_times --quick --from-json results/step_times.json   # render only
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+
+from benchmarks import _common
+from sglang_eagle3_embed.doctor.kimi import REAL_TEXT
+
+BATCHES = (1, 8, 32)
+PROMPT_LEN = 64
+ACCEPT = {"the seed's report": 1.6, "stock SGLang's defaults": 1.79, "the plugin": 3.10}
+"""Accept lengths the derived ratios are given for: the original report, and stock SGLang and the
+plugin serving the same draft on the GPU pair (docs/benchmarks.md)."""
+
+V2_LITE_TEXT = {
+    **REAL_TEXT, "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
+    "vocab_size": 102400, "hidden_size": 2048, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+    "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16, "n_routed_experts": 64,
+    "n_shared_experts": 2, "num_experts_per_tok": 6, "q_lora_rank": None, "routed_scaling_factor": 1.0,
+    "topk_method": "greedy", "scoring_func": "softmax", "norm_topk_prob": False, "rms_norm_eps": 1e-6,
+    "rope_theta": 10000.0, "max_position_embeddings": 163840,
+    "rope_scaling": {"type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096,
+                     "beta_fast": 32, "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.707},
+}  # fmt: skip
+"""DeepSeek-V2-Lite's config (16B parameters, 2.4B active): where it differs from Kimi-K2.5's text
+model (the same MLA ranks and head dimensions, the first layer dense)."""
+
+
+def write_targets(folder: Path) -> dict[str, dict]:
+    """Config-only target and draft folders: {name: {"target", "draft", "server" (extra args)}}."""
+    from sglang_eagle3_embed.doctor.kimi import write_config_only_kimi
+    from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict
+
+    def draft(name, text, ids):
+        path = folder / f"{name}-draft"
+        path.mkdir(parents=True, exist_ok=True)
+        config = draft_config_dict(
+            text["hidden_size"], text["vocab_size"], text["num_attention_heads"], ids, text["hidden_size"]
+        )
+        config.update(
+            intermediate_size=text["intermediate_size"],
+            num_key_value_heads=8,
+            torch_dtype="bfloat16",
+            max_position_embeddings=4096,
+        )
+        (path / "config.json").write_text(json.dumps(config, indent=2))
+        return str(path)
+
+    v2 = folder / "v2-lite"
+    v2.mkdir(parents=True, exist_ok=True)
+    (v2 / "config.json").write_text(json.dumps(V2_LITE_TEXT, indent=2))
+    return {
+        "kimi-k25": {
+            "target": str(write_config_only_kimi(folder / "kimi-k25", 4)),
+            "draft": draft("kimi-k25", REAL_TEXT, [-1, 1, 2]),
+            # a KV pool of 128k tokens: the rest of the GPU stays free for the draft's prefill
+            "server": {"trust_remote_code": True, "mem_fraction_static": 0.85, "max_total_tokens": 131072, "chunked_prefill_size": 4096},
+            "layers": "4 of 61",
+        },
+        "v2-lite": {
+            "target": str(v2), "draft": draft("v2-lite", V2_LITE_TEXT, [-1, 12, 23]),
+            "server": {"mem_fraction_static": 0.6, "max_total_tokens": 131072}, "layers": "27 of 27",
+        },
+    }  # fmt: skip
+
+
+MEMORY_LINES = re.compile(
+    r"(Load weight end.*|KV Cache is allocated.*|Memory pool end.*|Capture cuda graph end.*)"
+)
+
+
+def measure(target: dict, spec: bool, logs: Path, new_tokens: int, rounds: int) -> dict:
+    """One server (plain or the plugin's EAGLE-3): per batch size, the median step time in ms."""
+    import random
+
+    from tests.gpu.server_run import Server
+
+    server_args = {
+        "model_path": target["target"], "load_format": "dummy", "skip_tokenizer_init": True,
+        "dtype": "bfloat16", "cuda_graph_max_bs_decode": max(BATCHES), "max_running_requests": max(BATCHES),
+        "context_length": 4096, **target["server"],
+    }  # fmt: skip
+    if spec:
+        server_args.update(
+            model_impl="sglang_eagle3_embed", speculative_algorithm="EAGLE3",
+            speculative_draft_model_path=target["draft"], speculative_draft_load_format="dummy",
+            speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4,
+        )  # fmt: skip
+    name = f"{Path(target['target']).name}-{'plugin' if spec else 'plain'}"
+    rng = random.Random(0)
+    out = {"steps": {}}
+    with Server(name, server_args, logs) as server:
+        out["startup_s"] = server.wait_ready(540)
+        for batch in BATCHES:
+            prompts = [[rng.randrange(100, 30000) for _ in range(PROMPT_LEN)] for _ in range(batch)]
+
+            def timed(tokens, prompts=prompts):
+                sampling = {"temperature": 0, "max_new_tokens": tokens, "ignore_eos": True}
+                start = time.perf_counter()
+                status, body = server.request(
+                    "/generate", {"input_ids": prompts, "sampling_params": sampling}
+                )
+                if status != 200:
+                    raise RuntimeError(f"{name}: /generate answered {status}: {str(body)[:300]}")
+                return time.perf_counter() - start, max(
+                    o["meta_info"].get("spec_verify_ct") or 0 for o in body
+                )
+
+            timed(new_tokens)  # warm this batch shape (first passes compile kernels)
+            samples = []
+            for _ in range(rounds):
+                (one, _), (full, verifies) = timed(1), timed(new_tokens)
+                steps = (verifies - 1) if spec else (new_tokens - 1)
+                samples.append(1000 * (full - one) / max(steps, 1))
+            out["steps"][str(batch)] = {"ms": statistics.median(samples), "samples": samples}
+        out["log_lines"] = MEMORY_LINES.findall(server.log)
+        out["captures"] = [line for line in server.log.splitlines() if "EAGLE-3 draft reads" in line][:1]
+    return out
+
+
+def derived(result: dict) -> list[dict]:
+    """Per model, batch and accept length: the tokens/s ratio of speculation to plain decoding."""
+    rows = []
+    for model, runs in result["models"].items():
+        plain, plugin = runs.get("plain", {}).get("steps", {}), runs.get("plugin", {}).get("steps", {})
+        for batch in map(str, BATCHES):
+            if batch not in plain or batch not in plugin:
+                continue
+            decode, spec = plain[batch]["ms"], plugin[batch]["ms"]
+            for who, accept in result["accept"].items():
+                rows.append(dict(model=model, batch=int(batch), decode_ms=decode, spec_ms=spec, who=who,
+                                 accept=accept, ratio=accept * decode / spec))  # fmt: skip
+    return rows
+
+
+def render(result: dict) -> str:
+    lines = ["| model | layers | batch | decode step (ms) | speculative step (ms) | spec / decode |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for model, runs in result["models"].items():
+        for batch in map(str, BATCHES):
+            plain = runs.get("plain", {}).get("steps", {}).get(batch, {}).get("ms")
+            spec = runs.get("plugin", {}).get("steps", {}).get(batch, {}).get("ms")
+            ratio = f"{spec / plain:.2f}" if plain and spec else "-"
+            cells = [f"{v:.2f}" if v else "-" for v in (plain, spec)]
+            lines.append(
+                f"| {model} | {runs.get('layers', '')} | {batch} | {cells[0]} | {cells[1]} | {ratio} |"
+            )
+    lines += ["", "Derived: tokens/s with speculation / without, per request (accept length x decode step / speculative step)", "",
+              "| model | batch | " + " | ".join(f"{who} ({a})" for who, a in result["accept"].items()) + " |",
+              "|---|---|" + "---|" * len(result["accept"])]  # fmt: skip
+    rows = derived(result)
+    for model in result["models"]:
+        for batch in BATCHES:
+            cells = [f"{r['ratio']:.2f}x" for r in rows if r["model"] == model and r["batch"] == batch]
+            if cells:
+                lines.append(f"| {model} | {batch} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> dict:
+    p = _common.parser(__doc__)
+    p.add_argument("--models", nargs="+", default=["kimi-k25", "v2-lite"], choices=["kimi-k25", "v2-lite"])
+    p.add_argument("--modes", nargs="+", default=["plain", "plugin"], choices=["plain", "plugin"])
+    p.add_argument("--new-tokens", type=int, default=64)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--logs", type=Path, default=Path("/tmp/step-times"))
+    p.add_argument("--from-json", type=Path, help="render a saved result (no GPU)")
+    args = p.parse_args()
+    if args.from_json:
+        result = json.loads(args.from_json.read_text())
+    else:
+        if args.quick:
+            p.error("step_times.py measures on a GPU only; --quick renders a result given with --from-json")
+        _common.require_cuda("step_times.py")
+        args.logs.mkdir(parents=True, exist_ok=True)
+        targets = write_targets(args.logs / "models")
+        result = {"accept": ACCEPT, "models": {}, "env": _common.environment("cuda")}
+        saved = args.results / "step_times.json"
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        for model in args.models:
+            result["models"][model] = {"layers": targets[model]["layers"]}
+            for mode in args.modes:
+                try:
+                    result["models"][model][mode] = measure(
+                        targets[model], mode == "plugin", args.logs, args.new_tokens, args.rounds
+                    )
+                except Exception as err:  # a failed server is reported, the next one still runs
+                    result["models"][model][mode] = {"error": f"{type(err).__name__}: {err}"}
+                saved.write_text(json.dumps(result, indent=2))
+                print(f"{model} {mode}: {json.dumps(result['models'][model][mode])[:600]}", flush=True)
+    print(render(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

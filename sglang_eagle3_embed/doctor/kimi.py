@@ -1,0 +1,194 @@
+"""A Kimi-K2.5 checkpoint folder around a tiny trained DeepSeek-V3 target.
+
+Kimi-K2.5 (``KimiK25ForConditionalGeneration``) is a vision tower and a projector around a
+DeepSeek-V3 text model. :func:`write_kimi_target` writes what SGLang loads for it, as the real
+checkpoint lays it out:
+
+- ``config.json``: ``model_type`` ``kimi_k25``, the target's config as ``text_config``, a small
+  ``vision_config`` (SGLang's ``KimiK25Config``, ``srt/configs/kimi_k25.py``);
+- ``model.safetensors``: the trained text weights under ``language_model.``, and a random vision
+  tower and projector (seeded) under the checkpoint's own names (``wqkv``, ``wo``,
+  ``mm_projector.proj.0/2``), which SGLang's ``load_weights`` maps to its modules
+  (``srt/models/kimi_k25.py:890-904``);
+- the processor SGLang loads for every multimodal model, even with ``--skip-tokenizer-init``
+  (``srt/managers/tokenizer_manager.py:612-628``): ``processor_config.json`` whose ``auto_map``
+  names ``processing_tiny_kimi_k25.py`` (written beside it: a copy of
+  :mod:`sglang_eagle3_embed.doctor.kimi_processing`), the pair's word-level tokenizer, and the
+  media settings SGLang's Kimi processor reads (``srt/multimodal/processors/kimi_k25.py:538-556``).
+  Like the real checkpoint's processor it is remote code: launch with ``--trust-remote-code``.
+
+Text-only requests are served; the processor refuses images.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from sglang_eagle3_embed.doctor import cache
+from sglang_eagle3_embed.doctor.tokenizer import TOKENIZER_FILES
+
+__all__ = [
+    "KIMI_ARCH", "REAL_TEXT", "REAL_VISION", "TINY_VISION", "build_kimi_pair", "kimi_config",
+    "write_config_only_kimi", "write_kimi_target",
+]  # fmt: skip
+
+KIMI_ARCH = "KimiK25ForConditionalGeneration"
+PROCESSOR_MODULE = "processing_tiny_kimi_k25"
+
+
+def vision_config(
+    patch: int, pos_emb: int, pos_emb_time: int, heads: int, blocks: int, width: int, mlp: int
+) -> dict:
+    """A MoonViT vision config. SGLang builds the tower from ``hidden_size`` and friends and the
+    projector from ``vt_hidden_size`` (``srt/models/kimi_k25.py:533-547,600``): both are written."""
+    dims = {
+        "num_attention_heads": heads,
+        "num_hidden_layers": blocks,
+        "hidden_size": width,
+        "intermediate_size": mlp,
+    }
+    return {
+        "patch_size": patch, "init_pos_emb_height": pos_emb, "init_pos_emb_width": pos_emb,
+        "init_pos_emb_time": pos_emb_time, **dims, **{f"vt_{k}": v for k, v in dims.items()},
+        "merge_kernel_size": [2, 2], "mm_hidden_size": width,
+    }  # fmt: skip
+
+
+TINY_VISION = vision_config(patch=2, pos_emb=4, pos_emb_time=1, heads=2, blocks=1, width=16, mlp=32)
+"""A small vision tower with the real one's structure (MoonViT3d, one block, patch merger)."""
+REAL_VISION = vision_config(patch=14, pos_emb=64, pos_emb_time=4, heads=16, blocks=27, width=1152, mlp=4304)
+"""Kimi-K2.5's vision tower (MoonViT, 27 blocks of width 1152)."""
+MEDIA_PROC_CFG = dict(
+    patch_size=2, merge_kernel_size=[2, 2], in_patch_limit=64, patch_limit_on_one_side=8,
+    image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5],
+)  # fmt: skip
+REAL_TEXT = dict(
+    architectures=["DeepseekV3ForCausalLM"], model_type="deepseek_v3", vocab_size=163840,
+    hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048, num_hidden_layers=61,
+    num_attention_heads=64, num_key_value_heads=64, n_routed_experts=384, n_shared_experts=1,
+    num_experts_per_tok=8, first_k_dense_replace=1, moe_layer_freq=1, n_group=1, topk_group=1,
+    kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128,
+    routed_scaling_factor=2.827, scoring_func="sigmoid", topk_method="noaux_tc", norm_topk_prob=True,
+    hidden_act="silu", rms_norm_eps=1e-5, rope_theta=50000.0, max_position_embeddings=262144,
+    rope_scaling={"type": "yarn", "factor": 64.0, "original_max_position_embeddings": 4096,
+                  "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0},
+    tie_word_embeddings=False, torch_dtype="bfloat16",
+)  # fmt: skip
+"""Kimi-K2.5's text model (a DeepSeek-V3: 61 layers, hidden 7168, MLA, 384 routed experts, top-8)."""
+# the checkpoint's vision names, from SGLang's (the inverse of srt/models/kimi_k25.py:895-900)
+CHECKPOINT_NAMES = (
+    ("attn.qkv_proj.", "wqkv."),
+    ("attn.proj.", "wo."),
+    ("mm_projector.linear_1", "mm_projector.proj.0"),
+    ("mm_projector.linear_2", "mm_projector.proj.2"),
+)
+
+
+def kimi_folder_name(text_folder: Path) -> str:
+    return f"kimi-k25-{Path(text_folder).name}"
+
+
+def kimi_config(text_config: dict, vision: dict | None = None) -> dict:
+    """The wrapper's ``config.json`` around a DeepSeek-V3 ``text_config``."""
+    vision = {**(vision or TINY_VISION), "text_hidden_size": text_config["hidden_size"]}
+    vocab = text_config["vocab_size"]
+    return {
+        "architectures": [KIMI_ARCH],
+        "model_type": "kimi_k25",
+        "text_config": {**text_config, "architectures": ["DeepseekV3ForCausalLM"]},
+        "vision_config": vision,
+        # the placeholder of an image's features; no text prompt of the language contains it
+        # unless it is the last id: image requests are refused anyway
+        "media_placeholder_token_id": vocab - 1,
+        "pad_token_id": 0,
+        "torch_dtype": text_config.get("torch_dtype", "float32"),
+    }
+
+
+def vision_weights(config: dict, seed: int = 0) -> dict:
+    """A random vision tower and projector for ``config``, under the checkpoint's names. Built
+    from SGLang's own modules, so that every shape is the one SGLang loads."""
+    import torch
+    from sglang.srt.configs.kimi_k25 import KimiK25Config
+    from sglang.srt.models.kimi_k25 import K2VLMultiModalProjector, MoonViT3dPretrainedModel
+
+    from sglang_eagle3_embed.doctor import sglang_cpu
+
+    sglang_cpu.init()
+    parsed = KimiK25Config(**{k: v for k, v in config.items() if k not in ("architectures", "model_type")})
+    torch.manual_seed(seed)
+    modules = {
+        "vision_tower": MoonViT3dPretrainedModel(parsed.vision_config, prefix="vision_tower"),
+        "mm_projector": K2VLMultiModalProjector(parsed.vision_config),
+    }
+    weights = {}
+    for prefix, module in modules.items():
+        for name, tensor in module.state_dict().items():
+            full = f"{prefix}.{name}"
+            for sglang_name, checkpoint_name in CHECKPOINT_NAMES:
+                full = full.replace(sglang_name, checkpoint_name)
+            value = torch.randn(tensor.shape, dtype=torch.float32) * 0.02
+            weights[full] = torch.ones_like(value) if name.endswith("norm.weight") else value
+    return weights
+
+
+def _write_processor(folder: Path) -> None:
+    # copied, not imported: it runs in the server's process as the checkpoint's remote code
+    shutil.copy(Path(__file__).with_name("kimi_processing.py"), folder / f"{PROCESSOR_MODULE}.py")
+    processor = {
+        "processor_class": "TinyKimiK25Processor",
+        "auto_map": {"AutoProcessor": f"{PROCESSOR_MODULE}.TinyKimiK25Processor"},
+        "media_proc_cfg": MEDIA_PROC_CFG,
+    }
+    (folder / "processor_config.json").write_text(json.dumps(processor, indent=2))
+
+
+def write_kimi_target(text_folder: Path, out_folder: Path, seed: int = 0) -> Path:
+    """Write (once; checked against its manifest) a Kimi-K2.5 folder around ``text_folder``, a
+    DeepSeek-V3 target folder with a tokenizer (the tiny pairs' targets)."""
+    from safetensors.torch import save_file
+
+    from sglang_eagle3_embed.doctor.weights import read_safetensors
+
+    out_folder = Path(out_folder)
+    if cache.usable(out_folder):
+        return out_folder
+    text_folder = Path(text_folder)
+    config = kimi_config(json.loads((text_folder / "config.json").read_text()))
+    tmp = cache.temporary(out_folder)
+    weights = {f"language_model.{k}": v for k, v in read_safetensors(text_folder).items()}
+    weights.update(vision_weights(config, seed))
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(tmp / "model.safetensors"))
+    (tmp / "config.json").write_text(json.dumps(config, indent=2))
+    for name in (*TOKENIZER_FILES, "tiny_target_spec.json"):
+        if (text_folder / name).exists():
+            shutil.copy(text_folder / name, tmp / name)
+    _write_processor(tmp)
+    cache.publish(tmp, out_folder)
+    return out_folder
+
+
+def write_config_only_kimi(folder: Path, num_layers: int) -> Path:
+    """A Kimi-K2.5 folder of the real width with ``num_layers`` text layers and no weights (serve it
+    with ``--load-format dummy``): config, tokenizer (the real vocabulary size) and processor."""
+    from sglang_eagle3_embed.doctor.tokenizer import write_tokenizer
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = kimi_config({**REAL_TEXT, "num_hidden_layers": num_layers}, REAL_VISION)
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    write_tokenizer(folder, REAL_TEXT["vocab_size"])
+    _write_processor(folder)
+    return folder
+
+
+def build_kimi_pair(spec=None, cache_dir: Path | None = None, device: str = "cpu"):
+    """The tiny pair of ``spec`` (:func:`~sglang_eagle3_embed.doctor.pair.build_pair`) with its
+    target wrapped as Kimi-K2.5: the same trained text model, the same draft."""
+    from sglang_eagle3_embed.doctor.pair import Pair, PairSpec, build_pair
+
+    built = build_pair(spec or PairSpec(), cache_dir, device)
+    folder = built.target.parent / kimi_folder_name(built.target)
+    return Pair(write_kimi_target(built.target, folder, seed=built.spec.seed), built.draft, built.spec)

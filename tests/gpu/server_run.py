@@ -1,0 +1,182 @@
+"""Serve with ``python -m sglang.launch_server``, as operators do, and talk to it over HTTP.
+
+Used by the GPU tests and benchmarks that must go through the real server (the Kimi-K2.5 tests,
+the serving benchmarks). Each :class:`Server` is its own process session (stopped with every
+process SGLang spawned); several can share a GPU when each caps its KV pool. ``run_servers`` runs
+jobs side by side, one thread each: start, wait for ``/health``, an untimed warm-up pass, then
+the modes of ``engine_run`` ("all" is one batched ``/generate``, "one-by-one", "concurrent"), with
+the same result layout as ``engine_run`` so that the same comparisons apply.
+
+``cli_args`` and ``outcome`` are pure (unit-tested on the CPU, ``tests/unit/gpu/test_server_run.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from tests.gpu.engine_run import CRASH_DIAGNOSTICS_OFF, free_port, summarize
+
+# required by the GPU bundle (shared/gpu/README.md)
+BUNDLE = {"attention_backend": "triton", "sampling_backend": "pytorch", "disable_radix_cache": True}
+
+
+def cli_args(kwargs: dict) -> list[str]:
+    """``launch_server`` arguments from Engine-style keyword arguments: ``True`` is a bare flag,
+    ``False`` and ``None`` are left out, a list gives one value each, a dict is JSON."""
+    out = []
+    for key, value in kwargs.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, (list, tuple)):
+            out += [flag, *map(str, value)]
+        elif isinstance(value, dict):
+            out += [flag, json.dumps(value)]
+        else:
+            out += [flag, str(value)]
+    return out
+
+
+class Server:
+    def __init__(self, name: str, kwargs: dict, logs: Path, env: dict | None = None, ports=()):
+        self.name, self.logs = name, Path(logs)
+        self.port = kwargs.get("port") or free_port(taken=ports)
+        self.kwargs = {**BUNDLE, "log_level": "info", **kwargs, "port": self.port, "host": "127.0.0.1"}
+        self.env = {**CRASH_DIAGNOSTICS_OFF, **os.environ, **(env or {})}
+        self.proc = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log(self) -> str:
+        path = self.logs / f"{self.name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def start(self) -> Server:
+        command = [sys.executable, "-m", "sglang.launch_server", *cli_args(self.kwargs)]
+        with open(self.logs / f"{self.name}.log", "w") as log:
+            self.proc = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=self.env
+            )
+        self.started_at = time.time()
+        return self
+
+    def wait_ready(self, timeout: float) -> float:
+        """Seconds until ``/health`` answered 200; raises with the reason when the process ended
+        first or ``timeout`` passed."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"{self.name}: the server exited with code {self.proc.returncode} while starting"
+                )
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=5) as response:
+                    if response.status == 200:
+                        return round(time.time() - self.started_at, 1)
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(1)
+        raise TimeoutError(f"{self.name}: not healthy after {timeout} s")
+
+    def request(self, path: str, payload: dict | None = None, timeout: float = 600):
+        data = None if payload is None else json.dumps(payload).encode()
+        req = urllib.request.Request(self.url + path, data=data, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode(errors="replace")
+
+    def generate(self, prompts, sampling: dict, mode: str = "all") -> dict:
+        def one(prompt):
+            status, body = self.request("/generate", {"input_ids": prompt, "sampling_params": sampling})
+            if status != 200:
+                raise RuntimeError(f"{self.name}: /generate answered {status}: {str(body)[:500]}")
+            return body
+
+        started = time.time()
+        if mode == "all":
+            status, outputs = self.request("/generate", {"input_ids": prompts, "sampling_params": sampling})
+            if status != 200:
+                raise RuntimeError(f"{self.name}: /generate answered {status}: {str(outputs)[:500]}")
+        elif mode == "one-by-one":
+            outputs = [one(p) for p in prompts]
+        elif mode == "concurrent":
+            with ThreadPoolExecutor(len(prompts)) as pool:
+                outputs = list(pool.map(one, prompts))
+        else:
+            raise ValueError(mode)
+        return summarize(outputs, time.time() - started)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def outcome(result: dict) -> str:
+    return "finished" if result.get("ok") else f"FAILED: {result.get('error')}"
+
+
+def run_job(name: str, job: dict, logs: Path, ports: list, lock: threading.Lock, timeout: float) -> dict:
+    """One server: start, wait, warm up, run ``job["modes"]`` over ``job["prompts"]``; the result
+    has ``ok``, ``startup_s``, per-mode results and the first mode's ``outputs``/``accept_length``
+    (as ``engine_run``'s), ``error`` and the log tail when it failed."""
+    with lock:
+        server = Server(name, job["server"], logs, job.get("env"), ports)
+        ports.append(server.port)
+    sampling = {"temperature": 0, "max_new_tokens": job.get("max_new_tokens", 32), "ignore_eos": True}
+    result = {"kwargs": server.kwargs, "modes": {}}
+    try:
+        with server:
+            result["startup_s"] = server.wait_ready(timeout)
+            if job.get("warmup", True):
+                server.generate(job["prompts"], sampling, "all")
+            for mode in job.get("modes", ["all"]):
+                result["modes"][mode] = server.generate(job["prompts"], sampling, mode)
+            if job.get("after"):
+                result["after"] = job["after"](server)
+        first = next(iter(result["modes"].values()), {})
+        result.update(ok=True, outputs=first.get("outputs"), accept_length=first.get("accept_length"))
+    except Exception as err:  # the harness reports; the tests decide
+        result.update(ok=False, error=f"{type(err).__name__}: {err}")
+    result["log"] = server.log
+    (logs / f"{name}.json").write_text(
+        json.dumps({k: v for k, v in result.items() if k != "log"}, default=str)
+    )
+    return result
+
+
+def run_servers(jobs: dict[str, dict], logs: Path, timeout: float = 420, stagger_s: float = 3.0) -> dict:
+    """Run the jobs side by side (their servers should cap their KV pools: each sizes its pool from
+    the memory free when it starts); returns each job's result by name."""
+    logs.mkdir(parents=True, exist_ok=True)
+    ports, lock, futures = [], threading.Lock(), {}
+    with ThreadPoolExecutor(max(1, len(jobs))) as pool:
+        for name, job in jobs.items():
+            futures[name] = pool.submit(run_job, name, job, logs, ports, lock, timeout)
+            time.sleep(stagger_s)
+        return {name: future.result() for name, future in futures.items()}
