@@ -194,6 +194,7 @@ def test_speedup_renders_a_result_and_needs_a_gpu_to_measure(tmp_path):
         ("probe_throughput.py", "--backends", "hf", "engine"),
         ("gpu_all.py",),
         ("step_times.py",),
+        ("serving.py",),
     ],
 )
 def test_gpu_measurements_say_they_need_a_gpu(command, tmp_path):
@@ -400,3 +401,51 @@ def test_step_times_launches_pass_the_plugins_checks(model, tmp_path):
         capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_sglangs_client_reads_the_pairs_language_as_its_custom_dataset(tiny_pair, tmp_path):
+    """The serving benchmark's prompts go through SGLang's own ``custom`` dataset loader with the
+    pair's tokenizer: every prompt keeps its length, every output has the asked length."""
+    from argparse import Namespace
+
+    from sglang.benchmark.datasets.custom import CustomDataset
+    from transformers import AutoTokenizer
+
+    from benchmarks.serving import write_dataset
+
+    path = write_dataset(tiny_pair, tmp_path / "language.jsonl", num_prompts=12, prompt_len=8, output_len=16)
+    args = Namespace(dataset_path=str(path), num_prompts=12, sharegpt_output_len=16, sharegpt_context_len=None,
+                     prompt_suffix="", apply_chat_template=False)  # fmt: skip
+    rows = CustomDataset.from_args(args).load(AutoTokenizer.from_pretrained(tiny_pair.target))
+    assert len(rows) == 12 and {(r.prompt_len, r.output_len) for r in rows} == {(8, 16)}
+
+
+def test_sglangs_client_accepts_the_benchmark_command(monkeypatch, tmp_path):
+    import sglang.benchmark.serving as client
+
+    from benchmarks.serving import bench_command
+
+    seen = {}
+    monkeypatch.setattr(client, "run_benchmark", lambda args: seen.update(vars(args)))
+    command = bench_command(31000, tmp_path / "d.jsonl", "/tok", 16, 64, 40, tmp_path / "o.jsonl", seed=2)
+    assert command[1:3] == ["-m", "sglang.benchmark.serving"]
+    monkeypatch.setattr(sys, "argv", ["serving", *command[3:]])
+    client.cli_main()
+    assert seen["dataset_name"] == "custom" and seen["max_concurrency"] == 16 and seen["port"] == 31000
+    assert seen["sharegpt_output_len"] == 40 and not seen["disable_ignore_eos"]
+
+
+def test_serving_renders_medians_spread_and_ratios(tmp_path):
+    def run(rate, accept=None):
+        return {"output_throughput": rate, "median_tpot_ms": 1000 / rate, "median_ttft_ms": 5.0,
+                "accept_length": accept, "completed": 64}  # fmt: skip
+
+    rounds = {
+        "no speculation": {"1": [run(100), run(110), run(90)]},
+        "plugin, 3 steps": {"1": [run(200, 3.1), run(165, 3.0), run(180, 3.2)]},
+    }
+    (tmp_path / "in.json").write_text(json.dumps({"rounds": rounds}))
+    out = bench("serving.py", "--quick", "--from-json", tmp_path / "in.json").stdout
+    assert "| no speculation | 1 | 100 (90-110) | 10.00 | - | 1.00x |" in out
+    assert "| plugin, 3 steps | 1 | 180 (165-200) | 5.56 | 3.10 | 2.00x |" in out  # ratios 2.0, 1.5, 2.0
+    assert bench("serving.py", "--quick", check=False).returncode == 2

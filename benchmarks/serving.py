@@ -1,0 +1,203 @@
+"""Speed as users measure it: SGLang's own serving benchmark against ``launch_server``.
+
+The GPU pair (its tokenizer makes the pair's language text) is served by ``python -m
+sglang.launch_server`` five ways, side by side with capped KV pools: no speculation; stock SGLang
+with the same draft (top-level ids, so it serves its default layers); the plugin at 3 and 7 steps
+with top-k 1; the plugin with a tree (top-k 4, 8 draft tokens). Each is measured alone by SGLang's
+client, ``python -m sglang.benchmark.serving`` (``sglang.bench_serving`` in older releases), on a
+``custom`` dataset of the pair's language written as text, at each concurrency in
+``--concurrency``, after its own warm-up requests, for ``--rounds`` rounds in rotating order. Reported:
+output tokens/s, median time per output token, the accept length bench_serving reads from the
+server, the spread between rounds, and each one's ratio to no speculation in the same round.
+
+    python -m benchmarks.serving --logs /tmp/serving                         # on the GPU machine
+    python -m benchmarks.serving --quick --from-json results/serving.json    # render only
+
+On the offline GPU bundle, ``datasets`` (imported by the client's dataset registry, never used by
+the ``custom`` dataset) is not installed: ``--datasets-stub DIR`` writes a module that refuses to
+load a hub dataset and puts it on the client's ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks import _common
+
+CONCURRENCY = (1, 4, 16, 64)
+SPEC = {"speculative_algorithm": "EAGLE3"}
+CONFIGS = {
+    "no speculation": {},
+    "stock SGLang, 3 steps": {"draft": "top-level", **SPEC, "speculative_num_steps": 3,
+                              "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4},
+    "plugin, 3 steps": {"draft": "nested", **SPEC, "speculative_num_steps": 3, "speculative_eagle_topk": 1,
+                        "speculative_num_draft_tokens": 4},
+    "plugin, 7 steps": {"draft": "nested", **SPEC, "speculative_num_steps": 7, "speculative_eagle_topk": 1,
+                        "speculative_num_draft_tokens": 8},
+    "plugin, tree": {"draft": "nested", **SPEC, "speculative_num_steps": 3, "speculative_eagle_topk": 4,
+                     "speculative_num_draft_tokens": 8},
+}  # fmt: skip
+SHARED = dict(dtype="bfloat16", mem_fraction_static=0.15, max_total_tokens=32768, max_running_requests=64,
+              cuda_graph_max_bs_decode=64)  # fmt: skip
+DATASETS_STUB = '''"""Stand-in for the datasets library, absent here: SGLang's serving client imports it for hub
+datasets; the custom dataset never calls it."""
+
+
+def load_dataset(*args, **kwargs):
+    raise RuntimeError("the datasets library is not installed on this machine; use --dataset-name custom")
+'''
+
+
+def write_dataset(
+    pair, path: Path, num_prompts: int, prompt_len: int, output_len: int, seed: int = 2026
+) -> Path:
+    """The pair's language as SGLang's ``custom`` dataset: one JSON line per prompt, a user turn
+    (the prompt as text) and an assistant turn (its continuation, ``output_len`` words)."""
+    import torch
+
+    from sglang_eagle3_embed.doctor.tokenizer import text_of
+
+    rows = pair.language.sample(num_prompts, prompt_len + output_len, torch.Generator().manual_seed(seed))
+    with open(path, "w") as f:
+        for row in rows.tolist():
+            turns = [{"content": text_of(row[:prompt_len])}, {"content": text_of(row[prompt_len:])}]
+            f.write(json.dumps({"conversations": turns}) + "\n")
+    return path
+
+
+def bench_command(port: int, dataset: Path, tokenizer: str, concurrency: int, num_prompts: int,
+                  output_len: int, out_file: Path, seed: int) -> list[str]:  # fmt: skip
+    """SGLang's client against the server on ``port``: greedy, a fixed output length (EOS ignored,
+    the client's default), ``concurrency`` requests in flight, warm-up requests first."""
+    return [
+        sys.executable, "-m", "sglang.benchmark.serving", "--backend", "sglang", "--host", "127.0.0.1",
+        "--port", str(port), "--dataset-name", "custom", "--dataset-path", str(dataset),
+        "--tokenizer", tokenizer, "--num-prompts", str(num_prompts), "--sharegpt-output-len", str(output_len),
+        "--max-concurrency", str(concurrency), "--request-rate", "inf", "--warmup-requests", str(concurrency),
+        "--extra-request-body", json.dumps({"temperature": 0}), "--output-file", str(out_file),
+        "--seed", str(seed), "--disable-tqdm",
+    ]  # fmt: skip
+
+
+def read_result(out_file: Path) -> dict:
+    """The figures of the last record bench_serving appended to ``out_file``."""
+    record = json.loads(Path(out_file).read_text().strip().splitlines()[-1])
+    keys = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "accept_length", "completed")
+    return {k: record.get(k) for k in keys}
+
+
+def summarize(rounds: dict[str, dict[str, list[dict]]]) -> dict:
+    """Per configuration and concurrency: medians over rounds, the spread (min-max) of tokens/s, and
+    the median of each round's ratio to no speculation."""
+    base = rounds["no speculation"]
+    out = {}
+    for name, by_c in rounds.items():
+        out[name] = {}
+        for c, runs in by_c.items():
+            rates = [r["output_throughput"] for r in runs]
+            ratios = [r["output_throughput"] / b["output_throughput"] for r, b in zip(runs, base[c])]
+            accept = [r["accept_length"] for r in runs if r.get("accept_length")]
+            out[name][c] = {
+                "tokens_per_s": statistics.median(rates), "spread": [min(rates), max(rates)],
+                "tpot_ms": statistics.median(r["median_tpot_ms"] for r in runs),
+                "accept_length": statistics.median(accept) if accept else None,
+                "vs_no_speculation": statistics.median(ratios),
+            }  # fmt: skip
+    return out
+
+
+def render(result: dict) -> str:
+    lines = ["| server | concurrency | output tokens/s (min-max) | TPOT ms | accept length | vs no speculation |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for name, by_c in result["summary"].items():
+        for c, s in by_c.items():
+            accept = "-" if s["accept_length"] is None else f"{s['accept_length']:.2f}"
+            lines.append(
+                f"| {name} | {c} | {s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f}) | "
+                f"{s['tpot_ms']:.2f} | {accept} | {s['vs_no_speculation']:.2f}x |"
+            )
+    return "\n".join(lines)
+
+
+def measure(args) -> dict:
+    from sglang_eagle3_embed.doctor.pair import GPU_PAIR, build_pair, write_config_variant
+    from tests.gpu.server_run import Server
+
+    pair = build_pair(GPU_PAIR, device="cuda")
+    logs = args.logs
+    logs.mkdir(parents=True, exist_ok=True)
+    drafts = {
+        "nested": str(pair.draft),
+        "top-level": str(write_config_variant(pair.draft, logs / "top-level-draft", placement="top-level")),
+    }
+    dataset = write_dataset(pair, logs / "language.jsonl", args.num_prompts, args.prompt_len, args.output_len)
+    env = dict(os.environ)
+    if args.datasets_stub:
+        args.datasets_stub.mkdir(parents=True, exist_ok=True)
+        (args.datasets_stub / "datasets.py").write_text(DATASETS_STUB)
+        env["PYTHONPATH"] = os.pathsep.join([str(args.datasets_stub), env.get("PYTHONPATH", "")])
+    servers, ports = {}, []
+    for name, config in CONFIGS.items():
+        kwargs = {k: v for k, v in config.items() if k != "draft"}
+        if "draft" in config:
+            kwargs["speculative_draft_model_path"] = drafts[config["draft"]]
+        if config.get("draft") == "nested":
+            kwargs["model_impl"] = "sglang_eagle3_embed"
+        label = name.replace(" ", "-").replace(",", "")
+        servers[name] = Server(label, {"model_path": str(pair.target), **SHARED, **kwargs}, logs, ports=ports)
+        ports.append(servers[name].port)
+    rounds = {name: {c: [] for c in args.concurrency} for name in CONFIGS}
+    try:
+        for server in servers.values():
+            server.start()
+        for server in servers.values():
+            server.wait_ready(600)
+        names = list(CONFIGS)
+        for r in range(args.rounds):
+            for c in args.concurrency:
+                for name in names[r % len(names) :] + names[: r % len(names)]:
+                    out = logs / f"bench-{r}-{c}-{servers[name].name}.jsonl"
+                    command = bench_command(servers[name].port, dataset, str(pair.target), c,
+                                            max(args.num_prompts, c), args.output_len, out, seed=r)  # fmt: skip
+                    subprocess.run(
+                        command, env=env, check=True, capture_output=True, text=True, cwd=_common.ROOT
+                    )
+                    rounds[name][c].append(read_result(out))
+    finally:
+        for server in servers.values():
+            server.stop()
+    return {"rounds": {n: {str(c): v for c, v in by.items()} for n, by in rounds.items()}}
+
+
+def main() -> dict:
+    p = _common.parser(__doc__)
+    p.add_argument("--concurrency", type=int, nargs="+", default=list(CONCURRENCY))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--num-prompts", type=int, default=64)
+    p.add_argument("--prompt-len", type=int, default=8)
+    p.add_argument("--output-len", type=int, default=40)
+    p.add_argument("--logs", type=Path, default=Path("/tmp/serving"))
+    p.add_argument("--datasets-stub", type=Path, help="write a stand-in datasets module here (GPU bundle)")
+    p.add_argument("--from-json", type=Path, help="render a saved result (no GPU)")
+    args = p.parse_args()
+    if args.from_json:
+        result = json.loads(args.from_json.read_text())
+    else:
+        if args.quick:
+            p.error("serving.py measures on a GPU only; --quick renders a result given with --from-json")
+        _common.require_cuda("serving.py")
+        result = {**measure(args), "env": _common.environment("cuda")}
+        args.results.mkdir(parents=True, exist_ok=True)
+        (args.results / "serving.json").write_text(json.dumps(result, indent=2))
+    result["summary"] = summarize(result["rounds"])
+    print(render(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
