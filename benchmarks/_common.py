@@ -113,6 +113,17 @@ def last_error_line(log: str, default: str) -> str:
     return errors[-1].strip() if errors else default
 
 
+def saved_or_gpu(p, args, script: str) -> dict | None:
+    """For a GPU-only script with ``--from-json``: the saved result to render, or None once a
+    measurement may start (``--quick`` only renders; no GPU is a clear exit)."""
+    if args.from_json:
+        return json.loads(args.from_json.read_text())
+    if args.quick:
+        p.error(f"{script} measures on a GPU only; --quick renders a result given with --from-json")
+    require_cuda(script)
+    return None
+
+
 def require_cuda(what: str, hint: str = "or render a result it wrote with --from-json RESULT.json") -> None:
     """Exit with a clear message when no CUDA device is present."""
     import torch

@@ -185,12 +185,8 @@ def main() -> dict:
     p.add_argument("--datasets-stub", type=Path, help="write a stand-in datasets module here (GPU bundle)")
     p.add_argument("--from-json", type=Path, help="render a saved result (no GPU)")
     args = p.parse_args()
-    if args.from_json:
-        result = json.loads(args.from_json.read_text())
-    else:
-        if args.quick:
-            p.error("serving.py measures on a GPU only; --quick renders a result given with --from-json")
-        _common.require_cuda("serving.py")
+    result = _common.saved_or_gpu(p, args, "serving.py")
+    if result is None:
         result = {**measure(args), "env": _common.environment("cuda")}
         args.results.mkdir(parents=True, exist_ok=True)
         (args.results / "serving.json").write_text(json.dumps(result, indent=2))

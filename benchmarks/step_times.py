@@ -190,12 +190,8 @@ def main() -> dict:
     p.add_argument("--logs", type=Path, default=Path("/tmp/step-times"))
     p.add_argument("--from-json", type=Path, help="render a saved result (no GPU)")
     args = p.parse_args()
-    if args.from_json:
-        result = json.loads(args.from_json.read_text())
-    else:
-        if args.quick:
-            p.error("step_times.py measures on a GPU only; --quick renders a result given with --from-json")
-        _common.require_cuda("step_times.py")
+    result = _common.saved_or_gpu(p, args, "step_times.py")
+    if result is None:
         args.logs.mkdir(parents=True, exist_ok=True)
         targets = write_targets(args.logs / "models")
         result = {"accept": ACCEPT, "models": {}, "env": _common.environment("cuda")}
