@@ -1,0 +1,39 @@
+"""The tiny pairs' tokenizer, as SGLang's server loads it (``get_tokenizer``, what ``launch_server``
+uses without ``--skip-tokenizer-init``): the language's text encodes to its token ids and decodes
+back, token by token too (how the server streams), and the target's config names no end token that
+would stop greedy generation inside the language."""
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sglang_eagle3_embed.doctor.tokenizer import text_of
+
+_LOADED = {}
+
+
+def sglang_tokenizer(folder):
+    from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
+
+    if folder not in _LOADED:
+        _LOADED[folder] = get_tokenizer(str(folder))
+    return _LOADED[folder]
+
+
+@settings(max_examples=40, deadline=None)
+@given(ids=st.lists(st.integers(0, 127), min_size=1, max_size=30))
+def test_sglang_loads_it_and_it_round_trips(tiny_pair, ids):
+    tokenizer = sglang_tokenizer(tiny_pair.target)
+    assert tokenizer.encode(text_of(ids)) == ids
+    assert tokenizer.decode(ids) == text_of(ids)
+    streamed = "".join(
+        tokenizer.decode(ids[: k + 1])[len(tokenizer.decode(ids[:k])) :] for k in range(len(ids))
+    )
+    assert streamed == text_of(ids)
+
+
+def test_the_target_names_no_end_token(tiny_pair):
+    config = json.loads((tiny_pair.target / "config.json").read_text())
+    assert config.get("eos_token_id") is None and config.get("bos_token_id") is None
+    assert sglang_tokenizer(tiny_pair.target).eos_token_id is None
