@@ -181,6 +181,44 @@ def render(result: dict) -> str:
     return "\n".join(lines)
 
 
+def plot(result: dict, results_dir: Path) -> Path:
+    """Step times against batch size (measured), and the derived ratio per accept length."""
+    plt = _common.pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    rows = derived(result)
+    for model, runs in result["models"].items():
+        for mode, line in (("plain", "--"), ("plugin", "-")):
+            steps = runs.get(mode, {}).get("steps", {})
+            if steps:
+                label = f"{model}: {'decode step' if mode == 'plain' else 'speculative step'}"
+                left.plot(
+                    [int(b) for b in steps], [v["ms"] for v in steps.values()], line, marker="o", label=label
+                )
+        for who, accept in result["accept"].items():
+            mine = [r for r in rows if r["model"] == model and r["who"] == who]
+            if mine:
+                right.plot(
+                    [r["batch"] for r in mine],
+                    [r["ratio"] for r in mine],
+                    marker="o",
+                    label=f"{model}, {who} ({accept})",
+                )
+    right.axhline(1.0, color="#999999", linewidth=1, label="no speculation")
+    for ax, what in ((left, "ms per step (measured)"), (right, "tokens/s vs no speculation (derived)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(BATCHES), [str(b) for b in BATCHES])
+        ax.set_xlabel("batch size")
+        ax.set_ylabel(what)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    env = result.get("env", {})
+    fig.suptitle(
+        f"Real width, reduced depth, dummy weights: {env.get('gpu', 'GPU')}, {env.get('date', '')}",
+        fontsize=10,
+    )
+    return _common.save_figure(fig, results_dir, "step_times")
+
+
 def main() -> dict:
     p = _common.parser(__doc__)
     p.add_argument("--models", nargs="+", default=["kimi-k25", "v2-lite"], choices=["kimi-k25", "v2-lite"])
@@ -208,6 +246,7 @@ def main() -> dict:
                     result["models"][model][mode] = {"error": f"{type(err).__name__}: {err}"}
                 saved.write_text(json.dumps(result, indent=2))
                 print(f"{model} {mode}: {json.dumps(result['models'][model][mode])[:600]}", flush=True)
+    plot(result, args.results)
     print(render(result))
     return result
 

@@ -378,7 +378,8 @@ def step_times_result():
 
 def test_step_times_renders_measured_and_derived_figures(tmp_path):
     (tmp_path / "in.json").write_text(json.dumps(step_times_result()))
-    out = bench("step_times.py", "--quick", "--from-json", tmp_path / "in.json").stdout
+    out = bench("step_times.py", "--quick", "--from-json", tmp_path / "in.json", "--results", tmp_path).stdout
+    assert (tmp_path / "step_times.png").read_bytes()[:8] == PNG
     assert "| kimi-k25 | 4 of 61 | 1 | 2.00 | 5.00 | 2.50 |" in out
     assert "| kimi-k25 | 1 | 0.64x | 1.24x |" in out  # 1.6 x 2 / 5, 3.1 x 2 / 5
     assert "| kimi-k25 | 32 | 0.40x | 0.78x |" in out
