@@ -184,6 +184,18 @@ def ticker():
     return matplotlib.ticker
 
 
+def log2_axes(labelled, xlabel: str, ticks=None) -> None:
+    """Shared look of the two-panel figures: ``labelled`` is ``[(axes, y label), ...]``, x on a
+    log-2 scale (ticks at ``ticks`` when given), a light grid."""
+    for ax, ylabel in labelled:
+        ax.set_xscale("log", base=2)
+        if ticks:
+            ax.set_xticks(list(ticks), [str(t) for t in ticks])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+
+
 def save_figure(fig, results: Path, name: str) -> Path:
     """Write ``<name>.png`` (small: 100 dpi, a few tens of KB)."""
     results.mkdir(parents=True, exist_ok=True)

@@ -124,6 +124,25 @@ def render(result: dict) -> str:
     return "\n".join(lines)
 
 
+def plot(result: dict, results_dir: Path) -> Path:
+    """Output tokens/s and the ratio to no speculation against concurrency, one line per server."""
+    plt = _common.pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    for name, by_c in result["summary"].items():
+        levels = [int(c) for c in by_c]
+        style = {"linestyle": "--" if name.startswith("stock") else "-", "marker": "o", "label": name}
+        left.plot(levels, [s["tokens_per_s"] for s in by_c.values()], **style)
+        right.plot(levels, [s["vs_no_speculation"] for s in by_c.values()], **style)
+    panels = [(left, "output tokens/s (median)"), (right, "tokens/s vs no speculation")]
+    _common.log2_axes(panels, "concurrency (requests in flight)")
+    right.legend(fontsize=7)
+    env = result.get("env", {})
+    fig.suptitle(
+        f"SGLang's serving client, tiny GPU pair: {env.get('gpu', 'GPU')}, {env.get('date', '')}", fontsize=10
+    )
+    return _common.save_figure(fig, results_dir, "serving")
+
+
 def measure(args) -> dict:
     from sglang_eagle3_embed.doctor.pair import GPU_PAIR, build_pair, write_config_variant
     from tests.gpu.server_run import Server
@@ -191,6 +210,7 @@ def main() -> dict:
         args.results.mkdir(parents=True, exist_ok=True)
         (args.results / "serving.json").write_text(json.dumps(result, indent=2))
     result["summary"] = summarize(result["rounds"])
+    plot(result, args.results)
     print(render(result))
     return result
 

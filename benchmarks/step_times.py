@@ -204,12 +204,9 @@ def plot(result: dict, results_dir: Path) -> Path:
                     label=f"{model}, {who} ({accept})",
                 )
     right.axhline(1.0, color="#999999", linewidth=1, label="no speculation")
-    for ax, what in ((left, "ms per step (measured)"), (right, "tokens/s vs no speculation (derived)")):
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(list(BATCHES), [str(b) for b in BATCHES])
-        ax.set_xlabel("batch size")
-        ax.set_ylabel(what)
-        ax.grid(alpha=0.3)
+    panels = [(left, "ms per step (measured)"), (right, "tokens/s vs no speculation (derived)")]
+    _common.log2_axes(panels, "batch size", BATCHES)
+    for ax, _ in panels:
         ax.legend(fontsize=7)
     env = result.get("env", {})
     fig.suptitle(

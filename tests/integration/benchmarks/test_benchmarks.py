@@ -446,7 +446,8 @@ def test_serving_renders_medians_spread_and_ratios(tmp_path):
         "plugin, 3 steps": {"1": [run(200, 3.1), run(165, 3.0), run(180, 3.2)]},
     }
     (tmp_path / "in.json").write_text(json.dumps({"rounds": rounds}))
-    out = bench("serving.py", "--quick", "--from-json", tmp_path / "in.json").stdout
+    out = bench("serving.py", "--quick", "--from-json", tmp_path / "in.json", "--results", tmp_path).stdout
+    assert (tmp_path / "serving.png").read_bytes()[:8] == PNG
     assert "| no speculation | 1 | 100 (90-110) | 10.00 | - | 1.00x |" in out
     assert "| plugin, 3 steps | 1 | 180 (165-200) | 5.56 | 3.10 | 2.00x |" in out  # ratios 2.0, 1.5, 2.0
     assert bench("serving.py", "--quick", check=False).returncode == 2
