@@ -103,6 +103,40 @@ class Server:
         except urllib.error.HTTPError as err:
             return err.code, err.read().decode(errors="replace")
 
+    def stream(self, payload: dict, events: int | None = None, timeout: float = 600) -> list[dict]:
+        """``/generate`` with ``stream`` on: the server-sent events until ``[DONE]``, or only the
+        first ``events`` of them, after which the connection is closed (a client that goes away
+        mid-stream)."""
+        data = json.dumps({**payload, "stream": True}).encode()
+        req = urllib.request.Request(
+            self.url + "/generate", data=data, headers={"Content-Type": "application/json"}
+        )
+        out = []
+        with urllib.request.urlopen(req, timeout=timeout) as response:
+            for raw in response:
+                line = raw.decode(errors="replace").strip()
+                if not line.startswith("data:"):
+                    continue
+                body = line.removeprefix("data:").strip()
+                if body == "[DONE]":
+                    break
+                out.append(json.loads(body))
+                if events is not None and len(out) >= events:
+                    break
+        return out
+
+    def loads(self) -> dict:
+        """KV tokens in use and requests running or waiting, summed over the DP ranks
+        (``/v1/loads``)."""
+        status, body = self.request("/v1/loads?include=core", timeout=30)
+        if status != 200:
+            raise RuntimeError(f"{self.name}: /v1/loads answered {status}: {str(body)[:300]}")
+        keys = ("num_used_tokens", "num_running_reqs", "num_waiting_reqs")
+        return {k: sum(load.get(k, 0) for load in body["loads"]) for k in keys}
+
+    def abort(self, rid: str) -> int:
+        return self.request("/abort_request", {"rid": rid}, timeout=30)[0]
+
     def generate(self, prompts, sampling: dict, mode: str = "all") -> dict:
         def one(prompt):
             status, body = self.request("/generate", {"input_ids": prompt, "sampling_params": sampling})

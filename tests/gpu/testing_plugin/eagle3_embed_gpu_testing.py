@@ -12,6 +12,10 @@ part of the product: it is installed on the GPU test machine only (``tools/gpu_b
     where it is a chain (top-k 1, where it equals the causal mask), so that both passes reduce in
     the same order at every length.
 
+``keep-aux``
+    A planted leak: every verify pass's aux hidden states (what the draft reads next) are kept,
+    with a 1 MiB block each, for the life of the process. The load tests' leak check must see it.
+
 ``perturb-verify``
     A planted defect: before SGLang decides which draft tokens to accept, the first row of the
     verify pass's logits prefers its second-best token (``eagle_utils.eagle_sample``, called outside
@@ -70,9 +74,21 @@ def _perturbed_verify(original, verify_input, batch, logits_output, *args, **kwa
     return original(verify_input, batch, logits_output, *args, **kwargs)
 
 
+_KEPT = []
+
+
+def _kept_aux(original, verify_input, batch, logits_output, *args, **kwargs):
+    import torch
+
+    hidden = logits_output.hidden_states
+    block = torch.empty(1 << 20, dtype=torch.uint8, device=logits_output.next_token_logits.device)
+    _KEPT.append((None if hidden is None else hidden.clone(), block))
+    return original(verify_input, batch, logits_output, *args, **kwargs)
+
+
 def register() -> None:
     switches = {s.strip() for s in os.environ.get(SWITCH, "").split(",") if s.strip()}
-    unknown = switches - {"align-attention", "perturb-verify"}
+    unknown = switches - {"align-attention", "perturb-verify", "keep-aux"}
     if unknown:
         raise ValueError(f"{SWITCH}: unknown switches {sorted(unknown)}")
     if not switches:
@@ -84,3 +100,5 @@ def register() -> None:
         HookRegistry.register(EXTEND_UNIFIED, _verify_without_chain_mask, HookType.AROUND)
     if "perturb-verify" in switches:
         HookRegistry.register(VERIFY, _perturbed_verify, HookType.AROUND)
+    if "keep-aux" in switches:
+        HookRegistry.register(VERIFY, _kept_aux, HookType.AROUND)

@@ -11,6 +11,7 @@ import torch
 
 from tests.gpu import test_acceptance as acceptance
 from tests.gpu import test_kimi as kimi
+from tests.gpu import test_load_faults as load_faults
 from tests.gpu import test_lossless as lossless
 from tests.gpu import test_multi_gpu as multi_gpu
 
@@ -227,3 +228,20 @@ def test_the_kimi_servers_ask_only_for_sglang_arguments_and_compare_like_with_li
     }  # fmt: skip
     assert jobs["kimi-plain"]["server"]["enable_deterministic_inference"]
     assert set(kimi.ENGINE_ARGS) <= fields
+
+
+def test_the_load_servers_and_sglangs_client_take_the_arguments_given(monkeypatch, tmp_path):
+    import sys
+
+    import sglang.benchmark.serving as client
+
+    extra = {"model_path", "model_impl", "speculative_draft_model_path"}
+    assert set(load_faults.SERVER) | extra <= sglang_fields()
+    seen = {}
+    monkeypatch.setattr(client, "run_benchmark", lambda args: seen.update(vars(args)))
+    for stream in (True, False):
+        command = load_faults.load_command(31000, "/tok", 64, stream, tmp_path / "o.jsonl")
+        monkeypatch.setattr(sys, "argv", ["serving", *command[3:]])
+        client.cli_main()
+        assert seen["dataset_name"] == "random-ids" and seen["max_concurrency"] == 64
+        assert seen["num_prompts"] == 128 and seen["disable_stream"] is (not stream)

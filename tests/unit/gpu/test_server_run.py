@@ -5,6 +5,7 @@ server here; the real one on the GPU)."""
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
@@ -27,12 +28,40 @@ class StandIn(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    aborted: ClassVar[list] = []
+
     def do_GET(self):
+        if self.path.startswith("/v1/loads"):
+            loads = [
+                {"dp_rank": r, "num_used_tokens": 5 * r, "num_running_reqs": r, "num_waiting_reqs": 0}
+                for r in (1, 2)
+            ]
+            return self.reply({"loads": loads})
         self.send_response(200 if self.path == "/health" else 404)
         self.end_headers()
 
+    def reply(self, payload, status=200):
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path == "/abort_request":
+            StandIn.aborted.append(body["rid"])
+            return self.reply(None)
+        if body.get("stream"):  # SGLang's server-sent events: one per step, then [DONE]
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for k in range(body["sampling_params"]["max_new_tokens"]):
+                self.wfile.write(
+                    f"data: {json.dumps({'output_ids': body['input_ids'][: k + 1]})}\n\n".encode()
+                )
+            self.wfile.write(b"data: [DONE]\n\n")
+            return None
         ids = body["input_ids"]
         batch = ids if isinstance(ids[0], list) else [ids]
         if any(t < 0 for p in batch for t in p):
@@ -70,3 +99,14 @@ def test_every_mode_returns_each_prompts_output_in_order(stand_in, mode):
 def test_a_refused_request_is_an_error_naming_the_status(stand_in):
     with pytest.raises(RuntimeError, match="answered 400"):
         stand_in.generate([[1, -2]], {"max_new_tokens": 2}, "one-by-one")
+
+
+def test_a_stream_is_read_to_its_end_or_left_after_some_events(stand_in):
+    payload = {"input_ids": [7, 8, 9], "sampling_params": {"max_new_tokens": 3}}
+    assert [e["output_ids"] for e in stand_in.stream(payload)] == [[7], [7, 8], [7, 8, 9]]
+    assert len(stand_in.stream(payload, events=1)) == 1
+
+
+def test_loads_are_summed_over_ranks_and_aborts_name_the_request(stand_in):
+    assert stand_in.loads() == {"num_used_tokens": 15, "num_running_reqs": 3, "num_waiting_reqs": 0}
+    assert stand_in.abort("r-1") == 200 and StandIn.aborted[-1] == "r-1"

@@ -42,3 +42,14 @@ def test_nothing_is_registered_without_the_switch_and_unknown_switches_are_refus
     monkeypatch.setenv(testing.SWITCH, "align-attention,typo")
     with pytest.raises(ValueError, match="typo"):
         testing.register()
+
+
+def test_the_planted_leak_keeps_a_copy_and_a_block_every_verify_pass(monkeypatch):
+    monkeypatch.setattr(testing, "_KEPT", [])
+    out = SimpleNamespace(hidden_states=torch.ones(2, 3), next_token_logits=torch.zeros(2, 4))
+    for _ in range(3):
+        assert testing._kept_aux(lambda v, b, o: "accepted", None, None, out) == "accepted"
+    assert len(testing._KEPT) == 3
+    hidden, block = testing._KEPT[0]
+    assert torch.equal(hidden, out.hidden_states) and hidden is not out.hidden_states
+    assert block.numel() == 1 << 20
