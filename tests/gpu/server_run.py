@@ -103,10 +103,12 @@ class Server:
         except urllib.error.HTTPError as err:
             return err.code, err.read().decode(errors="replace")
 
-    def stream(self, payload: dict, events: int | None = None, timeout: float = 600) -> list[dict]:
+    def stream(
+        self, payload: dict, events: int | None = None, timeout: float = 600, on_event=None
+    ) -> list[dict]:
         """``/generate`` with ``stream`` on: the server-sent events until ``[DONE]``, or only the
         first ``events`` of them, after which the connection is closed (a client that goes away
-        mid-stream)."""
+        mid-stream). ``on_event`` is called with each event as it arrives."""
         data = json.dumps({**payload, "stream": True}).encode()
         req = urllib.request.Request(
             self.url + "/generate", data=data, headers={"Content-Type": "application/json"}
@@ -121,6 +123,8 @@ class Server:
                 if body == "[DONE]":
                     break
                 out.append(json.loads(body))
+                if on_event is not None:
+                    on_event(out[-1])
                 if events is not None and len(out) >= events:
                     break
         return out
