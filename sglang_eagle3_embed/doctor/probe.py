@@ -114,10 +114,16 @@ class HFBackend:
         from transformers import AutoModelForCausalLM
 
         config = json.loads((Path(target) / "config.json").read_text())
-        if isinstance(config.get("text_config"), dict):  # Kimi-K2.5: the text model inside
-            self.model = text_model(Path(target), config["text_config"])
-        else:
-            self.model = AutoModelForCausalLM.from_pretrained(target, torch_dtype=torch.float32)
+        try:
+            if isinstance(config.get("text_config"), dict):  # Kimi-K2.5: the text model inside
+                self.model = text_model(Path(target), config["text_config"])
+            else:
+                self.model = AutoModelForCausalLM.from_pretrained(target, torch_dtype=torch.float32)
+        except RuntimeError:  # transformers' report (logged above) of weights that do not fit the config
+            raise ValueError(
+                "a weight's shape differs from what its config.json describes (transformers lists them "
+                "above); download the model again, or fix config.json"
+            ) from None
         self.model = self.model.to(device).eval()
         self.device = device
         self.num_layers = self.model.config.num_hidden_layers
@@ -152,7 +158,10 @@ class SGLangCpuBackend:
         arch = (config.get("architectures") or ["?"])[0]
         cls = getattr(models, arch, None)
         if cls is None or not hasattr(cls, "set_eagle3_layers_to_capture") or arch.startswith("Kimi"):
-            raise ValueError(f"the sglang-cpu backend runs DeepseekV2/V3/V32 targets, not {arch}")
+            raise ValueError(
+                f"the sglang-cpu backend runs DeepseekV2/V3/V32 targets, not {arch}; use --backend hf "
+                f"(the text model, on the CPU) or --backend engine (SGLang's own model, on a GPU)"
+            )
         self.model, self.config = sglang_cpu.load_model(cls, target)
         self.num_layers = self.config.num_hidden_layers
         self.embedding = self.model.model.embed_tokens

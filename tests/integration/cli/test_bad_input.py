@@ -95,6 +95,20 @@ def broken(tiny_pair, tmp_path, what):
         data = (t / "model.safetensors").read_bytes()
         (t / "model.safetensors").write_bytes(data[: len(data) // 2])
         return t, draft, []
+    if what in (
+        "target config that disagrees with its weights",
+        "Kimi config that disagrees with its weights",
+    ):
+        if what.startswith("Kimi"):
+            from sglang_eagle3_embed.doctor.kimi import build_kimi_pair
+
+            target = build_kimi_pair(tiny_pair.spec, tiny_pair.target.parent).target
+        t = copy_folder(target, tmp_path / "t")
+        config = json.loads((t / "config.json").read_text())
+        text = config.get("text_config", config)
+        text["moe_intermediate_size"] *= 2  # the experts' weights no longer fit
+        (t / "config.json").write_text(json.dumps(config))
+        return t, draft, []
     if what == "swapped target and draft":
         return draft, target, []
     if what == "draft for another target width":
@@ -115,6 +129,8 @@ BAD_PROBES = {
     "empty draft weights": "model.safetensors",
     "truncated target weights": "model.safetensors",
     "swapped target and draft": "swap",
+    "target config that disagrees with its weights": "differs from what its config.json describes",
+    "Kimi config that disagrees with its weights": "differs from what its config.json describes",
     "draft for another target width": "fc reads 96",
     "empty prompts file": "prompts.txt",
     "output into a missing folder": "report.json",
