@@ -22,7 +22,8 @@ Each engine gets its own free ``port`` (unless the job sets one): under DP atten
 its TCP ports from it (``srt/server_args.py:817-845``), and the default 30000 collides with any
 other DP-attention engine on the host, or with what one stopped by a time limit left behind.
 
-``differences``, ``regime``, ``failure``, ``missing_result``, ``launch_environment`` and ``free_port`` are pure
+``differences``, ``regime``, ``failure``, ``missing_result``, ``launch_environment``, ``finished``,
+``accept_mean`` and ``free_port`` are pure
 (unit-tested on the CPU, ``tests/unit/gpu/test_engine_run.py``).
 """
 
@@ -146,6 +147,24 @@ def missing_result(name: str, returncode: int, timeout: int | None, modes_done: 
     if timeout is not None:
         return f"{name}: killed after {timeout} s without a result (modes finished: {modes_done})"
     return f"{name}: the engine process ended with code {returncode} without a result (modes finished: {modes_done})"
+
+
+def finished(results: dict, *names: str) -> list[dict]:
+    """The named results, asserting that each engine or server finished (else its error and the
+    tail of its log)."""
+    for name in names:
+        result = results[name]
+        assert result["ok"], (
+            f"{name}: {result.get('error')}\n{result.get('traceback') or result['log'][-3000:]}"
+        )
+    return [results[n] for n in names]
+
+
+def accept_mean(values) -> float:
+    """The mean of the per-request ``spec_accept_length`` values a run reported (None skipped)."""
+    values = [v for v in values if v is not None]
+    assert values, "the server reported no spec_accept_length"
+    return sum(values) / len(values)
 
 
 def launch_environment(result: dict) -> str | None:

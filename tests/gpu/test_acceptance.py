@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import failure, launch_environment
+from tests.gpu.engine_run import accept_mean, failure, launch_environment
 
 pytestmark = pytest.mark.gpu
 OURS = "sglang_eagle3_embed"
@@ -100,12 +100,6 @@ def plugin_run(serve, drafts, steps, topk=1, tokens=None):
     )  # fmt: skip
 
 
-def mean(values):
-    values = [v for v in values if v is not None]
-    assert values, "the server reported no spec_accept_length"
-    return sum(values) / len(values)
-
-
 @pytest.mark.parametrize(("steps", "topk", "tokens"), [(3, 1, None), (7, 1, None), (3, 4, 8)])
 def test_plugin_accept_length_matches_the_offline_prediction(serve, drafts, predicted, steps, topk, tokens):
     """top-k 1: measured >= 0.9 x predicted for the same chain. top-k 4: the tree contains the greedy
@@ -114,7 +108,7 @@ def test_plugin_accept_length_matches_the_offline_prediction(serve, drafts, pred
     name = f"plugin-steps{steps}-topk{topk}"
     result = plugin_run(serve, drafts, steps, topk, tokens)
     assert result["ok"], result.get("traceback") or result["log"][-3000:]
-    measured = mean(result["accept_length"])
+    measured = accept_mean(result["accept_length"])
     offline = predicted[steps][TRAINED]
     print(f"{name}: measured {measured:.2f}, offline {offline:.2f}")
     assert measured >= 0.9 * offline, (measured, offline)
@@ -135,12 +129,12 @@ def test_stock_serves_top_level_ids_with_its_defaults(serve, drafts, predicted):
         "stock-top-level", speculative_draft_model_path=drafts["top-level"], **NO_PREFILL_GRAPH, **spec(3)
     )
     assert result["ok"], result.get("traceback") or result["log"][-3000:]
-    measured = mean(result["accept_length"])
+    measured = accept_mean(result["accept_length"])
     defaults = predicted[3][(2, 8, 13)]  # SGLang's default layers for a 16-layer target
     plugin = plugin_run(serve, drafts, 3)
     print(f"stock top-level: measured {measured:.2f}, offline under the defaults {defaults:.2f}")
     assert abs(measured - defaults) <= 0.25 * defaults, (measured, defaults)
-    assert measured <= 0.6 * mean(plugin["accept_length"]), measured
+    assert measured <= 0.6 * accept_mean(plugin["accept_length"]), measured
 
 
 def same_as_stock(serve, name, drafts, **kwargs):

@@ -24,7 +24,7 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import DET, differences, regime
+from tests.gpu.engine_run import DET, accept_mean, differences, finished, regime
 from tests.gpu.server_run import outcome, run_servers
 from tests.support import ROOT
 
@@ -104,7 +104,9 @@ def runs(gpu_kimi_pair, gpu_logs, tmp_path_factory):
         probe_rc = probe.wait(timeout=600)
     for name, result in results.items():
         accept = [
-            mean(m["accept_length"]) for m in result.get("modes", {}).values() if any(m["accept_length"])
+            accept_mean(m["accept_length"])
+            for m in result.get("modes", {}).values()
+            if any(m["accept_length"])
         ]
         print(f"{name}: {outcome(result)}, ready in {result.get('startup_s')} s, accept lengths {accept}")
     predicted = None
@@ -113,18 +115,6 @@ def runs(gpu_kimi_pair, gpu_logs, tmp_path_factory):
         predicted = {tuple(w["capture_indices"]): w["accept_length"] for w in wirings if "accept_length" in w}
     print(f"probe --backend engine: exit {probe_rc}, predicted {predicted}")
     return results, predicted, prompts_for(pair)
-
-
-def finished(results, *names):
-    for name in names:
-        assert results[name]["ok"], f"{name}: {results[name].get('error')}\n{results[name]['log'][-3000:]}"
-    return [results[n] for n in names]
-
-
-def mean(values):
-    values = [v for v in values if v is not None]
-    assert values, "the server reported no spec_accept_length"
-    return sum(values) / len(values)
 
 
 def test_the_plugin_names_the_captures_at_startup(runs):
@@ -156,7 +146,7 @@ def test_accept_length_is_within_5_percent_of_the_probe(runs):
     results, predicted, _ = runs
     (plugin,) = finished(results, "kimi-plugin")
     assert predicted and predicted.get(TRAINED), "probe --backend engine gave no prediction (kimi-probe.log)"
-    measured = mean(plugin["accept_length"])
+    measured = accept_mean(plugin["accept_length"])
     print(f"Kimi-K2.5 plugin: measured {measured:.3f}, probe {predicted[TRAINED]:.3f}")
     assert abs(measured - predicted[TRAINED]) <= 0.05 * predicted[TRAINED]
 
@@ -170,11 +160,11 @@ def test_stock_fails_at_startup_on_nested_ids(runs):
 def test_stock_serves_its_defaults_for_top_level_ids(runs):
     results, predicted, _ = runs
     stock, plugin = finished(results, "kimi-stock-top-level", "kimi-plugin")
-    measured = mean(stock["accept_length"])
+    measured = accept_mean(stock["accept_length"])
     print(
         f"Kimi-K2.5 stock top-level: measured {measured:.3f}, probe under its defaults {predicted[DEFAULTS]:.3f}"
     )
     # as on the DeepSeek pair (test_acceptance.py): the server measures about 10% above the
     # probe for this wiring; far from the trained wiring's figure either way
     assert abs(measured - predicted[DEFAULTS]) <= 0.25 * predicted[DEFAULTS]
-    assert measured <= 0.6 * mean(plugin["accept_length"])
+    assert measured <= 0.6 * accept_mean(plugin["accept_length"])

@@ -33,7 +33,7 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import DET
+from tests.gpu.engine_run import DET, finished
 from tests.gpu.server_run import run_servers
 from tests.support import ROOT
 
@@ -184,9 +184,7 @@ def runs(gpu_pair, gpu_logs, tmp_path_factory):
 
 
 def scenario_of(runs, name) -> dict:
-    result = runs[name]
-    assert result["ok"], f"{name}: {result.get('error')}\n{result['log'][-3000:]}"
-    return result["after"]
+    return finished(runs, name)[0]["after"]
 
 
 @pytest.mark.parametrize("name", ["faults-plugin", "faults-stock-hand-written"])

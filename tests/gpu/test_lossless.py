@@ -32,7 +32,7 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import DET, TILE, differences, regime
+from tests.gpu.engine_run import DET, TILE, differences, finished, regime
 
 pytestmark = pytest.mark.gpu
 
@@ -154,15 +154,6 @@ def runs(gpu_pair, drafts, run_engines, gpu_logs):
     return results
 
 
-def ok(results, *names):
-    for name in names:
-        result = results[name]
-        assert result["ok"], (
-            f"{name}: {result.get('error')}\n{result.get('traceback') or result['log'][-3000:]}"
-        )
-    return [results[n] for n in names]
-
-
 def describe(found, prompts) -> str:
     return "; ".join(
         f"prompt {p} ({len(prompts[p])} tokens) at output position {i}: {a} against {b}"
@@ -181,7 +172,7 @@ CASES = {  # the plugin's engine and stock SGLang's on the same tensors
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_plugin_equals_stock_on_the_same_tensors(runs, case):
-    plugin, stock = ok(runs, *CASES[case])
+    plugin, stock = finished(runs, *CASES[case])
     for mode, run in plugin["modes"].items():
         found = differences(run["outputs"], stock["modes"][mode]["outputs"])
         assert not found, f"{case}, {mode}: plugin against stock: {describe(found, plugin['prompts'])}"
@@ -192,7 +183,7 @@ def test_plugin_equals_stock_on_the_same_tensors(runs, case):
     "name", ["plain", "plugin-graph-s3", "stock-graph-s3", "plugin-graph-s3-aligned", "plugin-radix"]
 )
 def test_deterministic_outputs_do_not_depend_on_batching(runs, name):
-    (result,) = ok(runs, name)
+    (result,) = finished(runs, name)
     modes = result["modes"]
     first = next(iter(modes))
     for mode, run in modes.items():
@@ -207,7 +198,7 @@ SPECULATIVE = ["plugin-graph-s3", "plugin-eager-s3", "plugin-graph-s7", "plugin-
 def test_speculation_equals_plain_decoding_while_both_kernels_agree(runs, name):
     """Identity demanded for every output token whose logits attended at most 32 keys; the first
     differences beyond are printed (and written to lossless-summary.md)."""
-    result, plain = ok(runs, name, "plain")
+    result, plain = finished(runs, name, "plain")
     limit = regime(result["prompts"])
     for mode, run in result["modes"].items():
         found = differences(run["outputs"], plain["modes"]["all"]["outputs"], limit)
@@ -219,7 +210,7 @@ def test_speculation_equals_plain_decoding_while_both_kernels_agree(runs, name):
 
 
 def test_with_one_attention_kernel_speculation_equals_plain_decoding_everywhere(runs):
-    aligned, plain_aligned, plain = ok(runs, "plugin-graph-s3-aligned", "plain-aligned", "plain")
+    aligned, plain_aligned, plain = finished(runs, "plugin-graph-s3-aligned", "plain-aligned", "plain")
     for mode, run in aligned["modes"].items():
         found = differences(run["outputs"], plain_aligned["modes"][mode]["outputs"])
         assert not found, (
@@ -231,7 +222,7 @@ def test_with_one_attention_kernel_speculation_equals_plain_decoding_everywhere(
 
 
 def test_a_planted_verify_defect_is_caught_by_both_comparisons(runs):
-    planted, stock, plain = ok(runs, "plugin-eager-planted", "stock-eager-s3", "plain")
+    planted, stock, plain = finished(runs, "plugin-eager-planted", "stock-eager-s3", "plain")
     against_stock = differences(planted["outputs"], stock["modes"]["all"]["outputs"])
     against_plain = differences(planted["outputs"], plain["outputs"], regime(plain["prompts"]))
     print(
@@ -244,7 +235,7 @@ def test_what_deterministic_inference_costs(runs):
     """Reported, not asserted: accept length and tokens/s, deterministic against default, timed
     alone on the GPU in the same run (lossless-summary.md)."""
     for name in ("plain", "plain-default", "plugin-graph-s3", "plugin-default-s3", "plain-aligned"):
-        (result,) = ok(runs, name)
+        (result,) = finished(runs, name)
         assert result.get("timing"), f"{name} was not timed"
     print(summary(runs))
 

@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import DET, differences, failure, launch_environment, regime
+from tests.gpu.engine_run import DET, accept_mean, differences, failure, launch_environment, regime
+from tests.gpu.engine_run import finished as engine_finished
 
 pytestmark = pytest.mark.gpu
 
@@ -91,17 +92,8 @@ def started(results, *names):
 
 
 def finished(results, *names):
-    for result, name in zip(started(results, *names), names):
-        assert result["ok"], (
-            f"{name}: {result.get('error')}\n{result.get('traceback') or result['log'][-3000:]}"
-        )
-    return [results[n] for n in names]
-
-
-def mean(values):
-    values = [v for v in values if v is not None]
-    assert values, "the server reported no spec_accept_length"
-    return sum(values) / len(values)
+    started(results, *names)
+    return engine_finished(results, *names)
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
@@ -138,7 +130,7 @@ def test_deterministic_outputs_do_not_depend_on_batching(runs, layout):
 def test_accept_length_is_within_5_percent_of_one_gpu(runs, layout):
     results, _ = runs
     plugin, single = finished(results, f"plugin-{layout}", "plugin-one-gpu")
-    measured, one_gpu = mean(plugin["accept_length"]), mean(single["accept_length"])
+    measured, one_gpu = accept_mean(plugin["accept_length"]), accept_mean(single["accept_length"])
     print(f"{layout}: accept length {measured:.3f}, one GPU {one_gpu:.3f}")
     assert abs(measured - one_gpu) <= 0.05 * one_gpu, (measured, one_gpu)
 

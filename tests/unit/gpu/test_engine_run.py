@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 from tests.gpu.engine_run import (
     DERIVED_PORTS,
     TILE,
+    accept_mean,
     differences,
     failure,
+    finished,
     free_port,
     launch_environment,
     missing_result,
@@ -143,3 +145,16 @@ def test_free_port_stays_below_the_ephemeral_range_and_clear_of_taken_ports():
     port = free_port(fake, taken=[15000 - 50], floor=32768)
     assert port == 15400  # 15000 and 15100 overlap the derived ports of 14950
     assert all(high + DERIVED_PORTS[-1] < 32768 for _, high in calls)
+
+
+def test_finished_returns_the_results_or_names_the_one_that_failed():
+    results = {"a": {"ok": True}, "b": {"ok": False, "error": "boom", "log": "x" * 5000 + "tail"}}
+    assert finished(results, "a") == [{"ok": True}]
+    with pytest.raises(AssertionError, match=r"b: boom\nx+tail$"):
+        finished(results, "a", "b")
+
+
+def test_accept_mean_skips_missing_figures_and_refuses_none_at_all():
+    assert accept_mean([3.0, None, 2.0]) == 2.5
+    with pytest.raises(AssertionError, match="no spec_accept_length"):
+        accept_mean([None, None])
