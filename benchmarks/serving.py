@@ -21,7 +21,6 @@ load a hub dataset and puts it on the client's ``PYTHONPATH``.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -44,13 +43,6 @@ CONFIGS = {
 }  # fmt: skip
 SHARED = dict(dtype="bfloat16", mem_fraction_static=0.15, max_total_tokens=32768, max_running_requests=64,
               cuda_graph_max_bs_decode=64)  # fmt: skip
-DATASETS_STUB = '''"""Stand-in for the datasets library, absent here: SGLang's serving client imports it for hub
-datasets; the custom dataset never calls it."""
-
-
-def load_dataset(*args, **kwargs):
-    raise RuntimeError("the datasets library is not installed on this machine; use --dataset-name custom")
-'''
 
 
 def write_dataset(
@@ -84,11 +76,7 @@ def bench_command(port: int, dataset: Path, tokenizer: str, concurrency: int, nu
     ]  # fmt: skip
 
 
-def read_result(out_file: Path) -> dict:
-    """The figures of the last record bench_serving appended to ``out_file``."""
-    record = json.loads(Path(out_file).read_text().strip().splitlines()[-1])
-    keys = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "accept_length", "completed")
-    return {k: record.get(k) for k in keys}
+RESULT_KEYS = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "accept_length", "completed")
 
 
 def summarize(rounds: dict[str, dict[str, list[dict]]]) -> dict:
@@ -145,7 +133,7 @@ def plot(result: dict, results_dir: Path) -> Path:
 
 def measure(args) -> dict:
     from sglang_eagle3_embed.doctor.pair import GPU_PAIR, build_pair, write_config_variant
-    from tests.gpu.server_run import Server
+    from tests.gpu.server_run import Server, client_env, client_record
 
     pair = build_pair(GPU_PAIR, device="cuda")
     logs = args.logs
@@ -155,11 +143,7 @@ def measure(args) -> dict:
         "top-level": str(write_config_variant(pair.draft, logs / "top-level-draft", placement="top-level")),
     }
     dataset = write_dataset(pair, logs / "language.jsonl", args.num_prompts, args.prompt_len, args.output_len)
-    env = dict(os.environ)
-    if args.datasets_stub:
-        args.datasets_stub.mkdir(parents=True, exist_ok=True)
-        (args.datasets_stub / "datasets.py").write_text(DATASETS_STUB)
-        env["PYTHONPATH"] = os.pathsep.join([str(args.datasets_stub), env.get("PYTHONPATH", "")])
+    env = client_env(args.datasets_stub)
     servers, ports = {}, []
     for name, config in CONFIGS.items():
         kwargs = {k: v for k, v in config.items() if k != "draft"}
@@ -186,7 +170,7 @@ def measure(args) -> dict:
                     subprocess.run(
                         command, env=env, check=True, capture_output=True, text=True, cwd=_common.ROOT
                     )
-                    rounds[name][c].append(read_result(out))
+                    rounds[name][c].append(client_record(out, RESULT_KEYS))
     finally:
         for server in servers.values():
             server.stop()

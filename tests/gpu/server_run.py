@@ -175,6 +175,33 @@ class Server:
         self.stop()
 
 
+DATASETS_STUB = '''"""Stand-in for the datasets library, absent here: SGLang's serving client imports it for hub
+datasets; the custom and random-ids datasets never call it."""
+
+
+def load_dataset(*args, **kwargs):
+    raise RuntimeError("the datasets library is not installed on this machine; use a local dataset")
+'''
+
+
+def client_env(datasets_stub: Path | None = None) -> dict:
+    """The environment for SGLang's serving client (``sglang.benchmark.serving``); with
+    ``datasets_stub``, a stand-in ``datasets`` module written there and put first on its path (the
+    offline GPU bundle lacks the library, which the client's dataset registry imports)."""
+    env = dict(os.environ)
+    if datasets_stub is not None:
+        datasets_stub.mkdir(parents=True, exist_ok=True)
+        (datasets_stub / "datasets.py").write_text(DATASETS_STUB)
+        env["PYTHONPATH"] = os.pathsep.join([str(datasets_stub), env.get("PYTHONPATH", "")])
+    return env
+
+
+def client_record(out_file: Path, keys) -> dict:
+    """``keys`` of the last record SGLang's serving client appended to its ``--output-file``."""
+    record = json.loads(Path(out_file).read_text().strip().splitlines()[-1])
+    return {k: record.get(k) for k in keys}
+
+
 def outcome(result: dict) -> str:
     return "finished" if result.get("ok") else f"FAILED: {result.get('error')}"
 

@@ -21,7 +21,6 @@ Not yet run on a GPU (written when no device time was left): expect to adjust it
 
 import fcntl
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -34,7 +33,7 @@ import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
 from tests.gpu.engine_run import DET, finished
-from tests.gpu.server_run import run_servers
+from tests.gpu.server_run import client_env, client_record, run_servers
 from tests.support import ROOT
 
 pytestmark = pytest.mark.gpu
@@ -50,7 +49,6 @@ SERVER = dict(
 )  # fmt: skip
 LEAK_SLACK_MB = 64
 GREEDY = {"temperature": 0, "max_new_tokens": 40, "ignore_eos": True}
-DATASETS_STUB = "def load_dataset(*a, **k):\n    raise RuntimeError('datasets is not installed here')\n"
 
 
 def requests(concurrency: int) -> int:
@@ -74,23 +72,23 @@ def load_command(port: int, target, concurrency: int, stream: bool, out: Path) -
     ]  # fmt: skip
 
 
-def bench(server, target, concurrency: int, stream: bool, logs: Path, stub: Path) -> dict:
+LOAD_KEYS = (
+    "completed",
+    "output_throughput",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+)
+
+
+def bench(server, target, concurrency: int, stream: bool, logs: Path, env: dict) -> dict:
     out = logs / f"{server.name}-load-{concurrency}-{'stream' if stream else 'whole'}.jsonl"
     command = load_command(server.port, target, concurrency, stream, out)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(stub), os.environ.get("PYTHONPATH", "")])}
     run = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
     if run.returncode != 0:
         return {"error": run.stderr[-2000:]}
-    record = json.loads(out.read_text().strip().splitlines()[-1])
-    keys = (
-        "completed",
-        "output_throughput",
-        "median_ttft_ms",
-        "p99_ttft_ms",
-        "median_tpot_ms",
-        "p99_tpot_ms",
-    )
-    return {k: record.get(k) for k in keys}
+    return client_record(out, LOAD_KEYS)
 
 
 def settle(server, timeout: float = 30) -> dict:
@@ -133,7 +131,7 @@ def faults(server, prompts) -> dict:
     return out
 
 
-def scenario(logs: Path, lock: Path, stub: Path, target, prompts, with_faults: bool = True):
+def scenario(logs: Path, lock: Path, env: dict, target, prompts, with_faults: bool = True):
     def run(server) -> dict:
         with open(lock, "w") as held:  # alone on the GPU
             fcntl.flock(held, fcntl.LOCK_EX)
@@ -141,7 +139,7 @@ def scenario(logs: Path, lock: Path, stub: Path, target, prompts, with_faults: b
             for round_ in (1, 2):  # round 1 warms every shape (the allocator keeps what it reserved)
                 for concurrency in CONCURRENCY:
                     for stream in (True, False):
-                        figures = bench(server, target, concurrency, stream, logs, stub)
+                        figures = bench(server, target, concurrency, stream, logs, env)
                         result["phases"].append(
                             {"round": round_, "concurrency": concurrency, "stream": stream, **figures,
                              **settle(server), "free_mb": free_mb()}
@@ -160,13 +158,10 @@ def scenario(logs: Path, lock: Path, stub: Path, target, prompts, with_faults: b
 def runs(gpu_pair, gpu_logs, tmp_path_factory):
     folder = tmp_path_factory.mktemp("faults")
     hand = write_config_variant(gpu_pair.draft, folder / "hand", placement="nested", ids=list(TRAINED))
-    (folder / "stub").mkdir()
-    (folder / "stub" / "datasets.py").write_text(DATASETS_STUB)  # the GPU bundle lacks datasets
+    env = client_env(folder / "stub")  # the GPU bundle lacks datasets
     prompts = gpu_pair.language.sample(16, 8, torch.Generator().manual_seed(2026)).tolist()
-    after = scenario(gpu_logs, folder / "gpu.lock", folder / "stub", gpu_pair.target, prompts)
-    load_only = scenario(
-        gpu_logs, folder / "gpu.lock", folder / "stub", gpu_pair.target, prompts, with_faults=False
-    )
+    after = scenario(gpu_logs, folder / "gpu.lock", env, gpu_pair.target, prompts)
+    load_only = scenario(gpu_logs, folder / "gpu.lock", env, gpu_pair.target, prompts, with_faults=False)
     common = {"model_path": str(gpu_pair.target), **SERVER}
     plugin = {**common, "model_impl": OURS, "speculative_draft_model_path": str(gpu_pair.draft)}
     jobs = {

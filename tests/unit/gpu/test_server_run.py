@@ -3,6 +3,7 @@ the HTTP client reads /health and /generate as SGLang's server answers them (an 
 server here; the real one on the GPU)."""
 
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
@@ -110,3 +111,18 @@ def test_a_stream_is_read_to_its_end_or_left_after_some_events(stand_in):
 def test_loads_are_summed_over_ranks_and_aborts_name_the_request(stand_in):
     assert stand_in.loads() == {"num_used_tokens": 15, "num_running_reqs": 3, "num_waiting_reqs": 0}
     assert stand_in.abort("r-1") == 200 and StandIn.aborted[-1] == "r-1"
+
+
+def test_the_client_reads_its_last_record_and_gets_a_stand_in_datasets(tmp_path):
+    from tests.gpu.server_run import client_env, client_record
+
+    out = tmp_path / "o.jsonl"
+    out.write_text(json.dumps({"completed": 1, "x": 0}) + "\n" + json.dumps({"completed": 64, "x": 1}) + "\n")
+    assert client_record(out, ("completed", "missing")) == {"completed": 64, "missing": None}
+    env = client_env(tmp_path / "stub")
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path / "stub")
+    namespace = {}
+    exec((tmp_path / "stub" / "datasets.py").read_text(), namespace)
+    with pytest.raises(RuntimeError, match="not installed"):
+        namespace["load_dataset"]("sharegpt")
+    assert client_env(None) == dict(os.environ)
