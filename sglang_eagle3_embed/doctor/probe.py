@@ -21,6 +21,7 @@ from statistics import NormalDist
 import torch
 
 from sglang_eagle3_embed import FAMILY
+from sglang_eagle3_embed.core.deployment import text_config
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.doctor.chain import ChainScore, score, simulate
 from sglang_eagle3_embed.doctor.weights import read_safetensors, read_tensor
@@ -114,9 +115,10 @@ class HFBackend:
         from transformers import AutoModelForCausalLM
 
         config = json.loads((Path(target) / "config.json").read_text())
+        text = text_config(config)
         try:
-            if isinstance(config.get("text_config"), dict):  # Kimi-K2.5: the text model inside
-                self.model = text_model(Path(target), config["text_config"])
+            if text is not config:  # Kimi-K2.5: the text model inside
+                self.model = text_model(Path(target), dict(text))
             else:
                 self.model = AutoModelForCausalLM.from_pretrained(target, torch_dtype=torch.float32)
         except RuntimeError:  # transformers' report (logged above) of weights that do not fit the config
@@ -208,9 +210,8 @@ class EngineBackend:
 
     def __init__(self, target: Path, device: str = "cuda", engine_args: dict | None = None):
         config = json.loads((Path(target) / "config.json").read_text())
-        text = config.get("text_config") or config
         self.target = Path(target)
-        self.num_layers = text["num_hidden_layers"]
+        self.num_layers = text_config(config)["num_hidden_layers"]
         self.engine_args = engine_args or {}
         self.device = device
         self.engine = None
@@ -614,7 +615,7 @@ def load_prompts(args) -> torch.Tensor:
         spec = TargetSpec(**json.loads(spec_file.read_text()))
         return Language(spec).sample(args.num_prompts, args.prompt_len, gen)
     config = json.loads((Path(args.target) / "config.json").read_text())
-    vocab = (config.get("text_config") or config).get("vocab_size")
+    vocab = text_config(config).get("vocab_size")
     if not isinstance(vocab, int) or vocab < 1:
         raise InputError(f"--target {args.target}: its config has no vocab_size; pass --prompts FILE")
     return torch.randint(vocab, (args.num_prompts, args.prompt_len), generator=gen)
