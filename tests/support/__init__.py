@@ -6,6 +6,18 @@ ROOT = Path(__file__).resolve().parents[2]
 """The repository root (the working directory of every subprocess the tests start)."""
 
 
+def cli(*args):
+    """``sglang-eagle3-embed ARGS`` in a fresh process (``python -m sglang_eagle3_embed.cli``):
+    its completed process, output captured."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "sglang_eagle3_embed.cli", *map(str, args)],
+        capture_output=True, text=True, check=False, cwd=ROOT,
+    )  # fmt: skip
+
+
 def needs_capture_only():
     """A pytest mark: skip where the installed SGLang has no capture-only mode (before 0.5.23)."""
     import pytest

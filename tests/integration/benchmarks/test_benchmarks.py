@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, cli
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -393,13 +393,12 @@ def test_step_times_launches_pass_the_plugins_checks(model, tmp_path):
 
     target = write_targets(tmp_path)[model]
     extra = ["--trust-remote-code"] if target["server"].get("trust_remote_code") else []
-    run = subprocess.run(
-        [sys.executable, "-m", "sglang_eagle3_embed.cli", "check", "--model-path", target["target"],
-         "--model-impl", "sglang_eagle3_embed", *extra, "--load-format", "dummy", "--skip-tokenizer-init",
-         "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", target["draft"],
-         "--speculative-draft-load-format", "dummy", "--speculative-num-steps", "3",
-         "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4", "--json"],
-        capture_output=True, text=True, cwd=ROOT,
+    run = cli(
+        "check", "--model-path", target["target"], "--model-impl", "sglang_eagle3_embed", *extra,
+        "--load-format", "dummy", "--skip-tokenizer-init", "--speculative-algorithm", "EAGLE3",
+        "--speculative-draft-model-path", target["draft"], "--speculative-draft-load-format", "dummy",
+        "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
+        "--json",
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
 

@@ -2,22 +2,13 @@
 resolution, ``pair`` on the cached tiny pair."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from sglang_eagle3_embed.core.ids import IDS_FIELD
-from tests.support import ROOT
+from tests.support import cli
 
 pytestmark = pytest.mark.releases
-
-
-def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "sglang_eagle3_embed.cli", *args],
-        capture_output=True, text=True, check=False, cwd=ROOT,
-    )  # fmt: skip
 
 
 def write(tmp_path, name, config):

@@ -3,8 +3,6 @@ code reads as the real one (config, weight names, processor), whose text model i
 DeepSeek-V3 target, and on which the commands work as on the DeepSeek folder."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -14,7 +12,7 @@ from hypothesis import strategies as st
 from sglang_eagle3_embed.doctor.kimi import KIMI_ARCH
 from sglang_eagle3_embed.doctor.tokenizer import text_of
 from sglang_eagle3_embed.doctor.weights import read_safetensors
-from tests.support import ROOT
+from tests.support import cli
 
 
 def test_the_config_is_sglangs_kimi_k25_config_around_the_target(tiny_kimi_pair, tiny_pair):
@@ -132,13 +130,6 @@ def _tokenizer(folder):
     if folder not in _TOKENIZERS:
         _TOKENIZERS[folder] = AutoTokenizer.from_pretrained(folder)
     return _TOKENIZERS[folder]
-
-
-def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "sglang_eagle3_embed.cli", *args],
-        capture_output=True, text=True, check=False, cwd=ROOT,
-    )  # fmt: skip
 
 
 def test_ids_and_check_read_the_kimi_folder(tiny_kimi_pair):
