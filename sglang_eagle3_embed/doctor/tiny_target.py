@@ -31,9 +31,9 @@ from sglang_eagle3_embed.doctor.tokenizer import write_tokenizer
 __all__ = ["Language", "TargetSpec", "build_target", "default_cache_dir", "train_target"]
 
 
-FOLDER_FORMAT = 2
+FOLDER_FORMAT = 3
 """What a target folder holds, in its cache key: 2 adds the tokenizer and drops the begin and end
-token ids (the language has neither)."""
+token ids (the language has neither); 3 gives the tokenizer an unknown token."""
 
 
 @dataclass(frozen=True)

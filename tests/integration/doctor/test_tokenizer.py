@@ -37,3 +37,11 @@ def test_the_target_names_no_end_token(tiny_pair):
     config = json.loads((tiny_pair.target / "config.json").read_text())
     assert config.get("eos_token_id") is None and config.get("bos_token_id") is None
     assert sglang_tokenizer(tiny_pair.target).eos_token_id is None
+
+
+def test_text_outside_the_language_reads_as_the_unknown_token(tiny_pair):
+    """SGLang's server warm-up sends English at start-up: it must tokenize, not fail the server."""
+    tokenizer = sglang_tokenizer(tiny_pair.target)
+    assert tokenizer.encode("The capital city of France is") == [0] * 6
+    assert tokenizer.encode("w5 Paris w7") == [5, 0, 7]
+    assert tokenizer.decode([0, 5], skip_special_tokens=True) == "w0 w5"  # w0 is the language's too
