@@ -32,6 +32,17 @@ def parser(doc: str) -> argparse.ArgumentParser:
     return p
 
 
+def gpu_parser(doc: str, logs: str, rounds: int | None = None) -> argparse.ArgumentParser:
+    """:func:`parser` with what the GPU-only scripts share: ``--logs`` (server logs, scratch
+    files), ``--from-json`` (render a saved result) and, with a default, ``--rounds``."""
+    p = parser(doc)
+    p.add_argument("--logs", type=Path, default=Path(logs), help="server logs and scratch files")
+    p.add_argument("--from-json", type=Path, help="render a saved result (no GPU)")
+    if rounds is not None:
+        p.add_argument("--rounds", type=int, default=rounds, help="timed rounds")
+    return p
+
+
 def apply_threads(args) -> None:
     if getattr(args, "threads", None):
         import torch

@@ -1,6 +1,6 @@
 """The GPU benchmarks in one command on one H200: capture overhead, then speculation speedup.
 
-    python -m benchmarks.gpu_all --results $OUT    # 7-9 minutes with the pair cached
+    python -m benchmarks.gpu_all --results $OUT    # about 8 minutes with the pair cached
     python -m benchmarks.gpu_all --dry-run          # the plan; needs no GPU
 
 Steps, each a subprocess with a time limit (killed with everything it started when over it):
@@ -10,7 +10,7 @@ Steps, each a subprocess with a time limit (killed with everything it started wh
    cached in ``$SGLANG_EAGLE3_EMBED_CACHE``: a cache built beforehand, even on a CPU, and copied to
    the GPU machine saves its minutes here);
 3. ``capture_overhead.py --device cuda``: six SGLang ModelRunners started together, timed in turn;
-4. ``speedup.py``: five engines, one after another;
+4. ``speedup.py``: five ``launch_server`` processes side by side, timed in turn by SGLang's client;
 5. render both from their JSON (partial results too, if a step ran out of time), print the tables,
    and pack every log into ``<results>/logs.tar.gz``.
 
@@ -47,7 +47,7 @@ def arguments():
     return args
 
 
-def plan(args, target="TARGET", draft="DRAFT") -> list[tuple[str, list[str], int]]:
+def plan(args, target="TARGET") -> list[tuple[str, list[str], int]]:
     """(name, command, time limit in s) of each measuring step."""
     py = [sys.executable]
     common = ["--results", str(args.results), "--logs", str(args.logs or "LOGS")]
@@ -56,7 +56,7 @@ def plan(args, target="TARGET", draft="DRAFT") -> list[tuple[str, list[str], int
         command = [*py, "-m", "benchmarks.capture_overhead", "--device", "cuda", "--target", target, *common]
         steps.append(("capture_overhead", command, args.capture_timeout))
     if "speedup" in args.only:
-        command = [*py, "-m", "benchmarks.speedup", "--target", target, "--draft", draft, *common]
+        command = [*py, "-m", "benchmarks.speedup", *common]  # the GPU pair, from the cache
         steps.append(("speedup", command, args.speedup_timeout))
     return steps
 
@@ -143,7 +143,7 @@ def main() -> int:
     statuses = [
         {"step": "pair", "seconds": round(time.time() - started, 1), "target": target, "draft": draft}
     ]
-    for name, command, timeout in plan(args, target, draft):
+    for name, command, timeout in plan(args, target):
         statuses.append(run(name, command, timeout, args.logs))
     (args.logs / "gpu_all.json").write_text(
         json.dumps({"steps": statuses, "env": c.environment("cuda")}, indent=2)

@@ -32,9 +32,10 @@ from sglang_eagle3_embed.doctor.kimi import REAL_TEXT
 
 BATCHES = (1, 8, 32)
 PROMPT_LEN = 64
-ACCEPT = {"the seed's report": 1.6, "stock SGLang's defaults": 1.79, "the plugin": 3.10}
+ACCEPT = {"the seed's report": 1.6, "stock SGLang's defaults": 1.70, "the plugin": 3.03}
 """Accept lengths the derived ratios are given for: the original report, and stock SGLang and the
-plugin serving the same draft on the GPU pair (docs/benchmarks.md)."""
+plugin serving the same draft at 3 steps on the GPU pair, as SGLang's serving client reads them
+(``benchmarks/speedup.py``, docs/benchmarks.md)."""
 
 V2_LITE_TEXT = {
     **REAL_TEXT, "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
@@ -184,30 +185,26 @@ def render(result: dict) -> str:
 def plot(result: dict, results_dir: Path) -> Path:
     """Step times against batch size (measured), and the derived ratio per accept length."""
     plt = _common.pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
     rows = derived(result)
-    for model, runs in result["models"].items():
-        for mode, line in (("plain", "--"), ("plugin", "-")):
+    for k, (model, runs) in enumerate(result["models"].items()):
+        model_line = ("-", "--", ":")[k % 3]  # one line style per model, one colour per series
+        for mode, color in (("plain", "C0"), ("plugin", "C3")):
             steps = runs.get(mode, {}).get("steps", {})
             if steps:
                 label = f"{model}: {'decode step' if mode == 'plain' else 'speculative step'}"
-                left.plot(
-                    [int(b) for b in steps], [v["ms"] for v in steps.values()], line, marker="o", label=label
-                )
-        for who, accept in result["accept"].items():
+                left.plot([int(b) for b in steps], [v["ms"] for v in steps.values()], model_line,
+                          color=color, marker="o", label=label)  # fmt: skip
+        for j, (who, accept) in enumerate(result["accept"].items()):
             mine = [r for r in rows if r["model"] == model and r["who"] == who]
             if mine:
-                right.plot(
-                    [r["batch"] for r in mine],
-                    [r["ratio"] for r in mine],
-                    marker="o",
-                    label=f"{model}, {who} ({accept})",
-                )
+                right.plot([r["batch"] for r in mine], [r["ratio"] for r in mine], model_line, color=f"C{j + 1}",
+                           marker="o", label=f"{model}, {who} ({accept})")  # fmt: skip
     right.axhline(1.0, color="#999999", linewidth=1, label="no speculation")
     panels = [(left, "ms per step (measured)"), (right, "tokens/s vs no speculation (derived)")]
     _common.log2_axes(panels, "batch size", BATCHES)
     for ax, _ in panels:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=6)
     env = result.get("env", {})
     fig.suptitle(
         f"Real width, reduced depth, dummy weights: {env.get('gpu', 'GPU')}, {env.get('date', '')}",
@@ -217,13 +214,10 @@ def plot(result: dict, results_dir: Path) -> Path:
 
 
 def main() -> dict:
-    p = _common.parser(__doc__)
+    p = _common.gpu_parser(__doc__, logs="/tmp/step-times", rounds=3)
     p.add_argument("--models", nargs="+", default=["kimi-k25", "v2-lite"], choices=["kimi-k25", "v2-lite"])
     p.add_argument("--modes", nargs="+", default=["plain", "plugin"], choices=["plain", "plugin"])
     p.add_argument("--new-tokens", type=int, default=64)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--logs", type=Path, default=Path("/tmp/step-times"))
-    p.add_argument("--from-json", type=Path, help="render a saved result (no GPU)")
     args = p.parse_args()
     result = _common.saved_or_gpu(p, args, "step_times.py")
     if result is None:

@@ -15,9 +15,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -183,17 +185,47 @@ def load_dataset(*args, **kwargs):
     raise RuntimeError("the datasets library is not installed on this machine; use a local dataset")
 '''
 
+_CLIENT = threading.Lock()
 
-def client_env(datasets_stub: Path | None = None) -> dict:
-    """The environment for SGLang's serving client (``sglang.benchmark.serving``); with
-    ``datasets_stub``, a stand-in ``datasets`` module written there and put first on its path (the
-    offline GPU bundle lacks the library, which the client's dataset registry imports)."""
-    env = dict(os.environ)
-    if datasets_stub is not None:
-        datasets_stub.mkdir(parents=True, exist_ok=True)
-        (datasets_stub / "datasets.py").write_text(DATASETS_STUB)
-        env["PYTHONPATH"] = os.pathsep.join([str(datasets_stub), env.get("PYTHONPATH", "")])
-    return env
+
+def serving_client():
+    """SGLang's serving client, ``sglang.benchmark.serving``. Where the ``datasets`` library is
+    absent (the offline GPU bundle), a stand-in that refuses hub datasets goes first on the path:
+    the client's dataset registry imports the library, the ``custom`` and ``random-ids`` datasets
+    never call it."""
+    try:
+        import datasets  # noqa: F401
+    except ImportError:
+        folder = Path(tempfile.mkdtemp(prefix="datasets-stand-in-"))
+        (folder / "datasets.py").write_text(DATASETS_STUB)
+        sys.path.insert(0, str(folder))
+    import sglang.benchmark.serving as client
+
+    return client
+
+
+def client_command(argv) -> str:
+    """The shell command an operator types for the same client run."""
+    return shlex.join(["python", "-m", "sglang.benchmark.serving", *map(str, argv)])
+
+
+def run_client(argv, log: Path) -> None:
+    """``python -m sglang.benchmark.serving ARGV``, run through the client's own command line
+    (``cli_main``) in this process, so that its import (seconds) is paid once, not once per run.
+    One run at a time (the client keeps its arguments in a module global); its output is appended
+    to ``log``. A run that exits with an error raises with the end of that output."""
+    client = serving_client()
+    with _CLIENT:
+        saved, sys.argv = sys.argv, ["sglang.benchmark.serving", *map(str, argv)]
+        try:
+            with open(log, "a") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                client.cli_main()
+        except SystemExit as exit_:
+            if exit_.code not in (None, 0):
+                tail = Path(log).read_text(errors="replace")[-1500:]
+                raise RuntimeError(f"SGLang's serving client exited with {exit_.code}:\n{tail}") from None
+        finally:
+            sys.argv = saved
 
 
 def client_record(out_file: Path, keys) -> dict:
@@ -207,9 +239,10 @@ def outcome(result: dict) -> str:
 
 
 def run_job(name: str, job: dict, logs: Path, ports: list, lock: threading.Lock, timeout: float) -> dict:
-    """One server: start, wait, warm up, run ``job["modes"]`` over ``job["prompts"]``; the result
-    has ``ok``, ``startup_s``, per-mode results and the first mode's ``outputs``/``accept_length``
-    (as ``engine_run``'s), ``error`` and the log tail when it failed."""
+    """One server: start, wait, warm up, run ``job["modes"]`` over ``job["prompts"]``, then
+    ``job["after"](server)``; the result has ``ok``, ``startup_s``, per-mode results and the first
+    mode's ``outputs``/``accept_length`` (as ``engine_run``'s), ``error`` and the log tail when it
+    failed (after calling ``job["on_error"]()``, if given)."""
     with lock:
         server = Server(name, job["server"], logs, job.get("env"), ports)
         ports.append(server.port)
@@ -228,6 +261,8 @@ def run_job(name: str, job: dict, logs: Path, ports: list, lock: threading.Lock,
         result.update(ok=True, outputs=first.get("outputs"), accept_length=first.get("accept_length"))
     except Exception as err:  # the harness reports; the tests decide
         result.update(ok=False, error=f"{type(err).__name__}: {err}")
+        if job.get("on_error"):
+            job["on_error"]()
     result["log"] = server.log
     (logs / f"{name}.json").write_text(
         json.dumps({k: v for k, v in result.items() if k != "log"}, default=str)

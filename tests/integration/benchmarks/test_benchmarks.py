@@ -146,46 +146,6 @@ def test_capture_overhead_pools_worker_processes(tmp_path):
     assert "2 worker processes per capture" in out
 
 
-def speedup_result() -> dict:
-    def engine(name, kind, steps, rates, accept):
-        by_batch = {
-            b: {"tokens_per_s": {"median": r, "q1": r, "q3": r, "n": 3}, "accept_length": accept}
-            for b, r in zip(("1", "4", "16"), rates)
-        }
-        label = {"none": "no speculation", "plugin": "plugin", "stock": "stock SGLang (top-level ids)"}[kind]
-        label += f", {steps} steps" if steps else ""
-        return name, {
-            "name": name,
-            "label": label,
-            "kind": kind,
-            "steps": steps,
-            "ok": True,
-            "by_batch": by_batch,
-        }
-
-    engines = dict([
-        engine("no-spec", "none", None, (400.0, 1200.0, 3000.0), None),
-        engine("plugin-steps3", "plugin", 3, (800.0, 2000.0, 4500.0), 3.1),
-        engine("plugin-steps7", "plugin", 7, (900.0, 1900.0, 3300.0), 4.3),
-        engine("stock-steps3", "stock", 3, (500.0, 1300.0, 2800.0), 1.8),
-    ])  # fmt: skip
-    engines["stock-steps7"] = {"name": "stock-steps7", "label": "stock SGLang (top-level ids), 7 steps",
-                               "kind": "stock", "steps": 7, "ok": False, "error": "RuntimeError: boom"}  # fmt: skip
-    env = {"date": "2026-11-29", "gpu": "NVIDIA H200", "python": "3.12", "torch": "2.11", "sglang": "0.5.23"}
-    return {"device": "cuda", "batch_sizes": [1, 4, 16], "num_prompts": 16, "prompt_len": 8, "new_tokens": 40,
-            "repetitions": 3, "engines": engines, "env": env}  # fmt: skip
-
-
-def test_speedup_renders_a_result_and_needs_a_gpu_to_measure(tmp_path):
-    (tmp_path / "in.json").write_text(json.dumps(speedup_result()))
-    out = bench("speedup.py", "--quick", "--from-json", tmp_path / "in.json", "--results", tmp_path).stdout
-    assert (tmp_path / "speedup.png").read_bytes()[:8] == PNG
-    assert "| plugin, 3 steps | 1 | 800.0 | 3.10 | 2.00 |" in out
-    assert "| plugin, 7 steps | 16 | 3300.0 | 4.30 | 1.10 |" in out
-    assert "| stock SGLang (top-level ids), 7 steps |  | fails: RuntimeError: boom |" in out
-    assert bench("speedup.py", "--quick", check=False).returncode == 2  # --quick only renders
-
-
 @pytest.mark.parametrize(
     "command",
     [
@@ -194,7 +154,7 @@ def test_speedup_renders_a_result_and_needs_a_gpu_to_measure(tmp_path):
         ("probe_throughput.py", "--backends", "hf", "engine"),
         ("gpu_all.py",),
         ("step_times.py",),
-        ("serving.py",),
+        ("load.py",),
     ],
 )
 def test_gpu_measurements_say_they_need_a_gpu(command, tmp_path):
@@ -209,15 +169,15 @@ def test_gpu_measurements_say_they_need_a_gpu(command, tmp_path):
 def test_gpu_all_plan():
     out = bench("gpu_all.py", "--dry-run").stdout
     assert "capture_overhead (at most 260 s):" in out and "--device cuda" in out
-    assert "speedup (at most 420 s):" in out and "--draft DRAFT" in out
+    assert "speedup (at most 420 s):" in out and "-m benchmarks.speedup --results" in out
     only = bench("gpu_all.py", "--dry-run", "--only", "speedup").stdout
     assert "capture_overhead" not in only and "speedup" in only
 
 
-def test_speedup_engines_resolve_in_sglang(tmp_path):
-    """The five GPU engines of speedup.py go through SGLang's own resolution (here on the CPU), with
-    the plugin's startup validator: chains of n steps keep n + 1 draft tokens, only the plugin's
-    engines select it, and the stock ones read the same draft."""
+def test_speedup_servers_resolve_in_sglang(tmp_path):
+    """The five servers of speedup.py go through SGLang's own resolution (here on the CPU), with the
+    plugin's startup validator: chains of n steps keep n + 1 draft tokens, the tree keeps its 8,
+    only the nested draft's servers select the plugin, and stock SGLang reads the same draft."""
     from sglang.srt.arg_groups.overrides import resolution_result
     from sglang.srt.server_args import ServerArgs
 
@@ -225,23 +185,26 @@ def test_speedup_engines_resolve_in_sglang(tmp_path):
     from tests.support.rule_examples import Scenario, materialize
 
     materialize(Scenario(), tmp_path)  # an 8-layer DeepSeek-V3 target and a [-1, 2, 4] draft
-    drafts = {"plugin": tmp_path / "draft", "stock": tmp_path / "draft"}
+    drafts = {"nested": tmp_path / "draft", "top-level": tmp_path / "draft"}
     seen = {}
-    for engine in sp.engines([3, 7]):
-        server_args = ServerArgs(
-            **{**sp.engine_kwargs(engine, tmp_path / "target", drafts, 16), "device": "cpu"}
-        )
+    for name, config in sp.CONFIGS.items():
+        server_args = ServerArgs(**{**sp.server_kwargs(config, tmp_path / "target", drafts), "device": "cpu"})
         server_args.resolve_once()
-        seen[engine["name"]] = tuple(
+        seen[name] = tuple(
             resolution_result(server_args, key)
-            for key in ("speculative_algorithm", "speculative_num_draft_tokens", "model_impl")
+            for key in (
+                "speculative_algorithm",
+                "speculative_num_draft_tokens",
+                "speculative_eagle_topk",
+                "model_impl",
+            )
         )
     assert seen == {
-        "no-spec": (None, None, "auto"),
-        "plugin-steps3": ("EAGLE3", 4, "sglang_eagle3_embed"),
-        "plugin-steps7": ("EAGLE3", 8, "sglang_eagle3_embed"),
-        "stock-steps3": ("EAGLE3", 4, "auto"),
-        "stock-steps7": ("EAGLE3", 8, "auto"),
+        "no speculation": (None, None, None, "auto"),
+        "stock SGLang, 3 steps": ("EAGLE3", 4, 1, "auto"),
+        "plugin, 3 steps": ("EAGLE3", 4, 1, "sglang_eagle3_embed"),
+        "plugin, 7 steps": ("EAGLE3", 8, 1, "sglang_eagle3_embed"),
+        "plugin, tree": ("EAGLE3", 8, 4, "sglang_eagle3_embed"),
     }
 
 
@@ -411,7 +374,7 @@ def test_sglangs_client_reads_the_pairs_language_as_its_custom_dataset(tiny_pair
     from sglang.benchmark.datasets.custom import CustomDataset
     from transformers import AutoTokenizer
 
-    from benchmarks.serving import write_dataset
+    from benchmarks.speedup import write_dataset
 
     path = write_dataset(tiny_pair, tmp_path / "language.jsonl", num_prompts=12, prompt_len=8, output_len=16)
     args = Namespace(dataset_path=str(path), num_prompts=12, sharegpt_output_len=16, sharegpt_context_len=None,
@@ -423,19 +386,18 @@ def test_sglangs_client_reads_the_pairs_language_as_its_custom_dataset(tiny_pair
 def test_sglangs_client_accepts_the_benchmark_command(monkeypatch, tmp_path):
     import sglang.benchmark.serving as client
 
-    from benchmarks.serving import bench_command
+    from benchmarks.speedup import bench_command
 
     seen = {}
     monkeypatch.setattr(client, "run_benchmark", lambda args: seen.update(vars(args)))
     command = bench_command(31000, tmp_path / "d.jsonl", "/tok", 16, 64, 40, tmp_path / "o.jsonl", seed=2)
-    assert command[1:3] == ["-m", "sglang.benchmark.serving"]
-    monkeypatch.setattr(sys, "argv", ["serving", *command[3:]])
+    monkeypatch.setattr(sys, "argv", ["serving", *command])
     client.cli_main()
     assert seen["dataset_name"] == "custom" and seen["max_concurrency"] == 16 and seen["port"] == 31000
-    assert seen["sharegpt_output_len"] == 40 and not seen["disable_ignore_eos"]
+    assert seen["sharegpt_output_len"] == 40 and not seen["disable_ignore_eos"] and seen["temperature"] == 0
 
 
-def test_serving_renders_medians_spread_and_ratios(tmp_path):
+def test_speedup_renders_medians_spread_and_ratios(tmp_path):
     def run(rate, accept=None):
         return {"output_throughput": rate, "median_tpot_ms": 1000 / rate, "median_ttft_ms": 5.0,
                 "accept_length": accept, "completed": 64}  # fmt: skip
@@ -445,8 +407,8 @@ def test_serving_renders_medians_spread_and_ratios(tmp_path):
         "plugin, 3 steps": {"1": [run(200, 3.1), run(165, 3.0), run(180, 3.2)]},
     }
     (tmp_path / "in.json").write_text(json.dumps({"rounds": rounds}))
-    out = bench("serving.py", "--quick", "--from-json", tmp_path / "in.json", "--results", tmp_path).stdout
-    assert (tmp_path / "serving.png").read_bytes()[:8] == PNG
+    out = bench("speedup.py", "--quick", "--from-json", tmp_path / "in.json", "--results", tmp_path).stdout
+    assert (tmp_path / "speedup.png").read_bytes()[:8] == PNG
     assert "| no speculation | 1 | 100 (90-110) | 10.00 | - | 1.00x |" in out
     assert "| plugin, 3 steps | 1 | 180 (165-200) | 5.56 | 3.10 | 2.00x |" in out  # ratios 2.0, 1.5, 2.0
-    assert bench("serving.py", "--quick", check=False).returncode == 2
+    assert bench("speedup.py", "--quick", check=False).returncode == 2

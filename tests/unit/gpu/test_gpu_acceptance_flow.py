@@ -9,6 +9,7 @@ import itertools
 import pytest
 import torch
 
+from tests.gpu import load_run
 from tests.gpu import test_acceptance as acceptance
 from tests.gpu import test_kimi as kimi
 from tests.gpu import test_load_faults as load_faults
@@ -240,8 +241,8 @@ def test_the_load_servers_and_sglangs_client_take_the_arguments_given(monkeypatc
     seen = {}
     monkeypatch.setattr(client, "run_benchmark", lambda args: seen.update(vars(args)))
     for stream in (True, False):
-        command = load_faults.load_command(31000, "/tok", 64, stream, tmp_path / "o.jsonl")
-        monkeypatch.setattr(sys, "argv", ["serving", *command[3:]])
+        command = load_run.load_command(31000, "/tok", 64, stream, tmp_path / "o.jsonl")
+        monkeypatch.setattr(sys, "argv", ["serving", *command])
         client.cli_main()
         assert seen["dataset_name"] == "random-ids" and seen["max_concurrency"] == 64
         assert seen["num_prompts"] == 128 and seen["disable_stream"] is (not stream)

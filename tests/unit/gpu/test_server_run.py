@@ -3,14 +3,11 @@ the HTTP client reads /health and /generate as SGLang's server answers them (an 
 server here; the real one on the GPU)."""
 
 import json
-import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
 
 import pytest
 
-from tests.gpu.server_run import Server, cli_args
+from tests.gpu.server_run import Server, cli_args, client_command, client_record
+from tests.support.stand_in_server import StandIn, serving
 
 
 def test_engine_arguments_become_launch_server_flags():
@@ -25,75 +22,17 @@ def test_engine_arguments_become_launch_server_flags():
     ]  # fmt: skip
 
 
-class StandIn(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    aborted: ClassVar[list] = []
-
-    def do_GET(self):
-        if self.path.startswith("/v1/loads"):
-            loads = [
-                {"dp_rank": r, "num_used_tokens": 5 * r, "num_running_reqs": r, "num_waiting_reqs": 0}
-                for r in (1, 2)
-            ]
-            return self.reply({"loads": loads})
-        self.send_response(200 if self.path == "/health" else 404)
-        self.end_headers()
-
-    def reply(self, payload, status=200):
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if self.path == "/abort_request":
-            StandIn.aborted.append(body["rid"])
-            return self.reply(None)
-        if body.get("stream"):  # SGLang's server-sent events: one per step, then [DONE]
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            for k in range(body["sampling_params"]["max_new_tokens"]):
-                self.wfile.write(
-                    f"data: {json.dumps({'output_ids': body['input_ids'][: k + 1]})}\n\n".encode()
-                )
-            self.wfile.write(b"data: [DONE]\n\n")
-            return None
-        ids = body["input_ids"]
-        batch = ids if isinstance(ids[0], list) else [ids]
-        if any(t < 0 for p in batch for t in p):
-            self.send_response(400)
-            self.end_headers()
-            self.wfile.write(b'{"error": "negative token id"}')
-            return
-        n = body["sampling_params"]["max_new_tokens"]
-        out = [{"output_ids": [p[-1]] * n, "meta_info": {"spec_accept_length": 2.0}} for p in batch]
-        data = json.dumps(out if isinstance(ids[0], list) else out[0]).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
 @pytest.fixture
 def stand_in(tmp_path):
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    server = Server("stand-in", {"port": httpd.server_address[1]}, tmp_path)
-    yield server
-    httpd.shutdown()
+    with serving() as port:
+        yield Server("stand-in", {"port": port}, tmp_path)
 
 
 @pytest.mark.parametrize("mode", ["all", "one-by-one", "concurrent"])
 def test_every_mode_returns_each_prompts_output_in_order(stand_in, mode):
     prompts = [[1, 2, 3], [4, 5], [6]]
     result = stand_in.generate(prompts, {"max_new_tokens": 2}, mode)
-    assert result["outputs"] == [[3, 3], [5, 5], [6, 6]]
+    assert result["outputs"] == [[1, 2], [4, 5], [6, 6]]
     assert result["accept_length"] == [2.0, 2.0, 2.0]
 
 
@@ -113,16 +52,12 @@ def test_loads_are_summed_over_ranks_and_aborts_name_the_request(stand_in):
     assert stand_in.abort("r-1") == 200 and StandIn.aborted[-1] == "r-1"
 
 
-def test_the_client_reads_its_last_record_and_gets_a_stand_in_datasets(tmp_path):
-    from tests.gpu.server_run import client_env, client_record
-
+def test_the_clients_last_record_is_read(tmp_path):
     out = tmp_path / "o.jsonl"
     out.write_text(json.dumps({"completed": 1, "x": 0}) + "\n" + json.dumps({"completed": 64, "x": 1}) + "\n")
     assert client_record(out, ("completed", "missing")) == {"completed": 64, "missing": None}
-    env = client_env(tmp_path / "stub")
-    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path / "stub")
-    namespace = {}
-    exec((tmp_path / "stub" / "datasets.py").read_text(), namespace)
-    with pytest.raises(RuntimeError, match="not installed"):
-        namespace["load_dataset"]("sharegpt")
-    assert client_env(None) == dict(os.environ)
+
+
+def test_the_shell_command_of_a_client_run_quotes_its_arguments():
+    command = client_command(["--port", 30000, "--extra-request-body", '{"a": 1}'])
+    assert command == "python -m sglang.benchmark.serving --port 30000 --extra-request-body '{\"a\": 1}'"
