@@ -7,7 +7,11 @@ jobs side by side, one thread each: start, wait for ``/health``, an untimed warm
 the modes of ``engine_run`` ("all" is one batched ``/generate``, "one-by-one", "concurrent"), with
 the same result layout as ``engine_run`` so that the same comparisons apply.
 
-``cli_args`` and ``outcome`` are pure (unit-tested on the CPU, ``tests/unit/gpu/test_server_run.py``).
+``run_client`` runs SGLang's own serving client (``python -m sglang.benchmark.serving``) in this
+process against such a server; ``client_record`` reads what it wrote.
+
+``cli_args`` and ``outcome`` are pure (unit-tested on the CPU, ``tests/unit/gpu/test_server_run.py``);
+the HTTP side and the client runs are tested against ``tests/support/stand_in_server.py``.
 """
 
 from __future__ import annotations
