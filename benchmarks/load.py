@@ -21,13 +21,9 @@ import sys
 from pathlib import Path
 
 from benchmarks import _common
+from tests.gpu.load_run import SERVERS
 
 NAME = "load_faults"
-SERVERS = {
-    "faults-plugin": "plugin",
-    "faults-stock-hand-written": "stock SGLang, hand-written indices",
-    "faults-plugin-planted-leak": "plugin, planted leak",
-}
 
 
 def load_table(result: dict) -> str:

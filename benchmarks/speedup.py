@@ -49,15 +49,21 @@ flight, prefill graphs up to the largest prefill here (64 prompts of 8 tokens) r
 def write_dataset(
     pair, path: Path, num_prompts: int, prompt_len: int, output_len: int, seed: int = 2026
 ) -> Path:
-    """The pair's language as SGLang's ``custom`` dataset: one JSON line per prompt, a user turn
-    (the prompt as text) and an assistant turn (its continuation, ``output_len`` words)."""
+    """The pair's language as SGLang's ``custom`` dataset (:func:`write_custom_dataset`)."""
     import torch
 
+    rows = pair.language.sample(num_prompts, prompt_len + output_len, torch.Generator().manual_seed(seed))
+    return write_custom_dataset(rows.tolist(), prompt_len, path)
+
+
+def write_custom_dataset(rows, prompt_len: int, path: Path) -> Path:
+    """Token-id ``rows`` as SGLang's ``custom`` dataset: one JSON line per row, a user turn (its
+    first ``prompt_len`` ids as text) and an assistant turn (the rest, whose length the client
+    takes as the output length)."""
     from sglang_eagle3_embed.doctor.tokenizer import text_of
 
-    rows = pair.language.sample(num_prompts, prompt_len + output_len, torch.Generator().manual_seed(seed))
     with open(path, "w") as f:
-        for row in rows.tolist():
+        for row in rows:
             turns = [{"content": text_of(row[:prompt_len])}, {"content": text_of(row[prompt_len:])}]
             f.write(json.dumps({"conversations": turns}) + "\n")
     return path
@@ -103,16 +109,14 @@ def summarize(rounds: dict[str, dict[str, list[dict]]]) -> dict:
 
 
 def render(result: dict) -> str:
-    lines = ["| server | concurrency | output tokens/s (min-max) | TPOT ms | accept length | vs no speculation |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
-    for name, by_c in result["summary"].items():
-        for c, s in by_c.items():
-            accept = "-" if s["accept_length"] is None else f"{s['accept_length']:.2f}"
-            lines.append(
-                f"| {name} | {c} | {s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f}) | "
-                f"{s['tpot_ms']:.2f} | {accept} | {s['vs_no_speculation']:.2f}x |"
-            )
-    return "\n".join(lines)
+    header = ["server", "concurrency", "output tokens/s (min-max)", "TPOT ms", "accept length",
+              "vs no speculation"]  # fmt: skip
+    rows = [
+        [name, c, f"{s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f})", f"{s['tpot_ms']:.2f}",
+         _common.fmt(s["accept_length"]), f"{s['vs_no_speculation']:.2f}x"]
+        for name, by_c in result["summary"].items() for c, s in by_c.items()
+    ]  # fmt: skip
+    return _common.markdown_table(header, rows)
 
 
 def plot(result: dict, results_dir: Path) -> Path:
@@ -148,7 +152,7 @@ def server_kwargs(config: dict, target, drafts: dict) -> dict:
 
 def measure(args) -> dict:
     from sglang_eagle3_embed.doctor.pair import GPU_PAIR, build_pair, write_config_variant
-    from tests.gpu.server_run import Server, client_command, client_record, run_client
+    from tests.gpu.server_run import Server, client_record, run_client
 
     pair = build_pair(GPU_PAIR, device="cuda")
     logs = args.logs
@@ -177,9 +181,7 @@ def measure(args) -> dict:
                     out = logs / f"bench-{r}-{c}-{servers[name].name}.jsonl"
                     command = bench_command(servers[name].port, dataset, str(pair.target), c,
                                             prompts_at(c, args.num_prompts), args.output_len, out, seed=r)  # fmt: skip
-                    log = out.with_suffix(".log")
-                    log.write_text(client_command(command) + "\n")
-                    run_client(command, log)
+                    run_client(command, out.with_suffix(".log"))
                     rounds[name][c].append(client_record(out, RESULT_KEYS))
             _common.write_json(args.results, NAME, {"rounds": keyed(rounds), "partial": True})
             print(f"round {r + 1} of {args.rounds} measured", flush=True)

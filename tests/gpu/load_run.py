@@ -25,6 +25,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+SERVERS = {
+    "faults-plugin": "plugin",
+    "faults-stock-hand-written": "stock SGLang, hand-written indices",
+    "faults-plugin-planted-leak": "plugin, planted leak",
+}
+"""The servers of a run (job name: label), as ``test_load_faults.py`` starts them and
+``benchmarks/load.py`` shows them."""
+PLUGIN, STOCK, LEAK = SERVERS
 CONCURRENCY = (1, 16, 64, 256)
 CONTEXT = 256  # the GPU pair's max_position_embeddings
 GREEDY = {"temperature": 0, "max_new_tokens": 40, "ignore_eos": True}
@@ -77,14 +85,12 @@ def settle(server, timeout: float = 60) -> dict:
 
 
 def load_phase(server, target, concurrency: int, stream: bool, logs: Path) -> dict:
-    from tests.gpu.server_run import client_command, client_record, run_client
+    from tests.gpu.server_run import client_record, run_client
 
     out = logs / f"{server.name}-load-{concurrency}-{'stream' if stream else 'whole'}.jsonl"
     command = load_command(server.port, target, concurrency, stream, out)
-    log = out.with_suffix(".log")
-    log.write_text(client_command(command) + "\n")
     try:
-        run_client(command, log)
+        run_client(command, out.with_suffix(".log"))
     except Exception as err:  # reported per phase; the tests decide
         return {"error": f"{type(err).__name__}: {str(err)[-1500:]}"}
     return client_record(out, LOAD_KEYS)

@@ -216,13 +216,15 @@ def client_command(argv) -> str:
 def run_client(argv, log: Path) -> None:
     """``python -m sglang.benchmark.serving ARGV``, run through the client's own command line
     (``cli_main``) in this process, so that its import (seconds) is paid once, not once per run.
-    One run at a time (the client keeps its arguments in a module global); its output is appended
-    to ``log``. A run that exits with an error raises with the end of that output."""
+    One run at a time (the client keeps its arguments in a module global). ``log`` gets the
+    equivalent shell command, then the client's output. A run that exits with an error raises with
+    the end of that output."""
     client = serving_client()
     with _CLIENT:
         saved, sys.argv = sys.argv, ["sglang.benchmark.serving", *map(str, argv)]
         try:
-            with open(log, "a") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            with open(log, "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                print(client_command(argv), flush=True)
                 client.cli_main()
         except SystemExit as exit_:
             if exit_.code not in (None, 0):

@@ -27,11 +27,11 @@ pytestmark = pytest.mark.gpu
 
 OURS = "sglang_eagle3_embed"
 TRAINED = (0, 5, 11)
-SERVERS = ("faults-plugin", "faults-stock-hand-written")
+SERVERS = (load_run.PLUGIN, load_run.STOCK)
 SERVER = dict(
     dtype="bfloat16", mem_fraction_static=0.2, max_total_tokens=65536, max_running_requests=64,
-    cuda_graph_max_bs_decode=64, cuda_graph_max_bs_prefill=1024, speculative_algorithm="EAGLE3", speculative_num_steps=3,
-    speculative_eagle_topk=1, speculative_num_draft_tokens=4, **DET,
+    cuda_graph_max_bs_decode=64, cuda_graph_max_bs_prefill=1024, speculative_algorithm="EAGLE3",
+    speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4, **DET,
 )  # fmt: skip
 LEAK_SLACK_MB = 64
 
@@ -51,9 +51,9 @@ def runs(gpu_pair, gpu_logs, tmp_path_factory):
                 "on_error": ready.abort}  # fmt: skip
 
     jobs = {
-        "faults-plugin": job(plugin),
-        "faults-stock-hand-written": job({**common, "speculative_draft_model_path": str(hand)}),
-        "faults-plugin-planted-leak": job(plugin, faults=False, env={"EAGLE3_EMBED_GPU_TESTING": "keep-aux"}),
+        load_run.PLUGIN: job(plugin),
+        load_run.STOCK: job({**common, "speculative_draft_model_path": str(hand)}),
+        load_run.LEAK: job(plugin, faults=False, env={"EAGLE3_EMBED_GPU_TESTING": "keep-aux"}),
     }
     results = run_servers(jobs, gpu_logs, timeout=420)
     summary = {"servers": load_run.summary(results), "env": environment("cuda")}
@@ -90,7 +90,7 @@ def test_gpu_memory_does_not_grow_with_the_requests_served(runs, name):
 
 def test_a_planted_aux_leak_is_caught(runs):
     """The check above, on the server that keeps every verify pass's aux hidden states."""
-    warm, later = memory_after_warm_up(scenario_of(runs, "faults-plugin-planted-leak")["phases"])
+    warm, later = memory_after_warm_up(scenario_of(runs, load_run.LEAK)["phases"])
     assert later[-1] < warm - LEAK_SLACK_MB, (warm, later)
 
 
@@ -146,4 +146,4 @@ def test_plugin_and_stock_answer_every_fault_alike(runs):
     def statuses(name):
         return {case: found.get("status") for case, found in scenario_of(runs, name)["faults"].items()}
 
-    assert statuses("faults-plugin") == statuses("faults-stock-hand-written")
+    assert statuses(load_run.PLUGIN) == statuses(load_run.STOCK)

@@ -5,15 +5,15 @@ API, and SGLang's serving client through that API. The target's weights are dumm
 dummy``): what is tested is the tokenizer's path through the server, not the tokens.
 """
 
-import json
 import re
 
 import pytest
 import torch
 
+from benchmarks.speedup import write_custom_dataset
 from sglang_eagle3_embed.doctor.tiny_target import GPU_TARGET, target_config
 from sglang_eagle3_embed.doctor.tokenizer import text_of, write_tokenizer
-from tests.gpu.server_run import Server, client_command, client_record, run_client
+from tests.gpu.server_run import Server, client_record, run_client
 
 pytestmark = pytest.mark.gpu
 
@@ -61,11 +61,8 @@ def test_openai_completions_answer_with_the_languages_text(served):
 
 def test_sglangs_serving_client_runs_through_the_openai_api(served, gpu_logs, tmp_path):
     server, folder = served
-    dataset = tmp_path / "language.jsonl"
     rows = torch.randint(GPU_TARGET.vocab, (16, 24), generator=torch.Generator().manual_seed(0)).tolist()
-    dataset.write_text("".join(
-        json.dumps({"conversations": [{"content": text_of(r[:8])}, {"content": text_of(r[8:])}]}) + "\n" for r in rows
-    ))  # fmt: skip
+    dataset = write_custom_dataset(rows, 8, tmp_path / "language.jsonl")
     out = gpu_logs / "tokenizer-clients-oai.jsonl"
     command = [
         "--backend", "sglang-oai", "--host", "127.0.0.1", "--port", str(server.port), "--dataset-name", "custom",
@@ -73,8 +70,6 @@ def test_sglangs_serving_client_runs_through_the_openai_api(served, gpu_logs, tm
         "--sharegpt-output-len", "16", "--max-concurrency", "4", "--request-rate", "inf", "--temperature", "0",
         "--output-file", str(out), "--disable-tqdm",
     ]  # fmt: skip
-    log = gpu_logs / "tokenizer-clients-oai.log"
-    log.write_text(client_command(command) + "\n")
-    run_client(command, log)
+    run_client(command, gpu_logs / "tokenizer-clients-oai.log")
     record = client_record(out, ("completed", "total_output_tokens"))
     assert record == {"completed": 16, "total_output_tokens": 16 * 16}, record

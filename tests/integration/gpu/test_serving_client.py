@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks.speedup import bench_command, write_dataset
 from tests.gpu import load_run
-from tests.gpu.server_run import Server, client_record, run_client
+from tests.gpu.server_run import Server, client_command, client_record, run_client
 from tests.support import ROOT
 from tests.support.stand_in_server import ACCEPT_LENGTH, StandIn, serving
 
@@ -26,6 +26,7 @@ def test_the_speed_benchmarks_run_reads_the_pairs_language_and_reports(tiny_pair
     with serving(model=str(tiny_pair.target)) as port:
         command = bench_command(port, dataset, str(tiny_pair.target), 4, 12, 6, out, seed=0)
         run_client(command, tmp_path / "bench.log")
+    assert (tmp_path / "bench.log").read_text().splitlines()[0] == client_command(command)
     record = client_record(out, ("completed", "accept_length", "output_throughput", "total_output_tokens"))
     assert record["completed"] == 12 and record["accept_length"] == ACCEPT_LENGTH
     assert record["total_output_tokens"] == 12 * 6 and record["output_throughput"] > 0
@@ -106,7 +107,7 @@ def test_the_load_scenario_runs_end_to_end_and_its_figures_render(tiny_pair, tmp
         result["before"]["outputs"] == result["after"]["outputs"] == [[5, 6, 7, 8] * 10, [9, 10, 11, 12] * 10]
     )
 
-    runs = {"faults-plugin": {"after": result}, "faults-stock-hand-written": {"error": "RuntimeError: boom"}}
+    runs = {load_run.PLUGIN: {"after": result}, load_run.STOCK: {"error": "RuntimeError: boom"}}
     saved = tmp_path / "load_faults.json"
     saved.write_text(json.dumps({"servers": load_run.summary(runs), "env": {"date": "2026-12-01"}}))
     out = subprocess.run(
