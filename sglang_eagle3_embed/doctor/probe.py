@@ -82,7 +82,7 @@ def _chunks(n: int, size: int):
         yield slice(start, min(n, start + size))
 
 
-def text_model(folder: Path, text_config: dict):
+def text_model(folder: Path, config: dict):
     """The DeepSeek-V3 text model of a Kimi-K2.5 folder in HF transformers: the weights under
     ``language_model.``, loaded through ``from_pretrained`` (which converts per-expert checkpoint
     names) from a temporary folder; the vision tower is not needed to score text."""
@@ -90,8 +90,6 @@ def text_model(folder: Path, text_config: dict):
 
     from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM
-
-    from sglang_eagle3_embed.doctor.weights import read_safetensors
 
     weights = {}
     for name, tensor in read_safetensors(folder).items():
@@ -101,7 +99,7 @@ def text_model(folder: Path, text_config: dict):
     if not weights:
         raise ValueError("it has no weights under language_model.")
     with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "config.json").write_text(json.dumps(text_config))
+        (Path(tmp) / "config.json").write_text(json.dumps(config))
         save_file(weights, str(Path(tmp) / "model.safetensors"))
         return AutoModelForCausalLM.from_pretrained(tmp, torch_dtype=torch.float32)
 
