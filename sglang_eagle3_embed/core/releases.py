@@ -93,6 +93,9 @@ def release(installed: str | None, environ: Mapping[str, str] = os.environ) -> t
     )
 
 
-def current() -> Release:
-    """The installed release (the newest when the override activated an unsupported one)."""
-    return release(installed_sglang_version())[0]
+def current(installed: str | None = None) -> Release:
+    """What differs in the installed release (``installed``: that version instead), the newest's
+    for any other version. A lookup that never refuses: whether the plugin activates is
+    :func:`release`'s answer (``plugin.register``), and the resolution guard registers on an
+    unsupported release too, to stop the launches that ask for the inactive plugin."""
+    return RELEASES.get(installed or installed_sglang_version(), RELEASES[SUPPORTED[-1]])

@@ -7,7 +7,7 @@ each module below has its test under ``tests/integration/patch/``.
 module                     SGLang symbol                                       how
 =========================  ==================================================  ============================
 ``model_architecture``     ``srt.model_loader.utils.get_model_architecture``   ``HookRegistry`` AROUND hook
-``resolution_guard``       resolution step ``handle_deprecated_dp_attention``  ``register_resolution_hook``
+``resolution_guard``       first resolution step (``Release.first_step``)      ``register_resolution_hook``
 ``speculative_validation`` resolution step ``handle_speculative_decoding``     ``register_resolution_hook``
 ``deepseek_models``        ``DeepseekV2/V3/V32ForCausalLM``, Kimi-K2.5         subclasses of the same name
 ``deepseek_capture``       ``DeepseekV2Model`` (the model body)                re-classed after construction

@@ -1,9 +1,10 @@
 """Run in a fresh process by the integration tests (``python -m tests.support.plugin_probe MODE``):
 load the installed plugin the way SGLang does and report what happens, as JSON on the last line.
 
-Modes: ``healthy``; ``old-sglang`` pretends an unsupported SGLang (0.5.20) is installed; ``arch-hook-not-applied``
-points the architecture hook at a symbol SGLang cannot find (SGLang only logs it);
-``guard-not-registered`` names a resolution step that does not exist."""
+Modes: ``healthy``; ``old-sglang`` pretends an unsupported SGLang (0.5.20) is installed (its
+package metadata says so); ``arch-hook-not-applied`` points the architecture hook at a symbol
+SGLang cannot find (SGLang only logs it); ``guard-not-registered`` names a resolution step that
+does not exist."""
 
 import json
 import sys
@@ -22,10 +23,11 @@ def outcome(fn):
 def main(mode: str) -> dict:
     from sglang_eagle3_embed.patch import model_architecture, resolution_guard
 
-    if mode == "old-sglang":
-        import sglang_eagle3_embed.plugin as plugin
+    if mode == "old-sglang":  # what the package metadata says, for every reader of it
+        import importlib.metadata
 
-        plugin.installed_sglang_version = lambda: "0.5.20"
+        installed = importlib.metadata.version
+        importlib.metadata.version = lambda name: "0.5.20" if name == "sglang" else installed(name)
     elif mode == "arch-hook-not-applied":  # SGLang's apply_hooks fails on the target and only logs
         model_architecture.TARGET = "sglang.srt.model_loader.utils.no_such_function"
     elif mode == "guard-not-registered":  # the resolution pipeline refuses the guard's step name

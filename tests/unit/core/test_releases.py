@@ -10,6 +10,7 @@ from sglang_eagle3_embed.core.releases import (
     OVERRIDE_ENV,
     RELEASES,
     SUPPORTED,
+    current,
     installed_sglang_version,
     release,
 )
@@ -43,6 +44,12 @@ def test_other_versions_are_refused_naming_the_range(installed):
     message = str(err.value)
     assert "0.5.21, 0.5.22, 0.5.23" in message and "sglang>=0.5.21" in message
     assert (installed or "no sglang") in message and OVERRIDE_ENV in message
+
+
+@pytest.mark.parametrize("installed", ["0.5.20", "0.5.24", "0.6.0"])
+def test_what_differs_is_the_newest_releases_on_any_other_version(installed):
+    assert [current(v) for v in SUPPORTED] == [RELEASES[v] for v in SUPPORTED]
+    assert current(installed) == RELEASES[SUPPORTED[-1]]
 
 
 def test_override_activates_as_the_newest_release_with_a_warning():
