@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 
+from sglang_eagle3_embed import __version__
 from sglang_eagle3_embed.core.errors import PluginInactiveError
 
 __all__ = [
@@ -38,23 +39,15 @@ class Release:
     capture_only: bool
     """Whether ``--enable-return-aux-hidden-states`` (capture-only mode, used by ``probe --backend
     engine``) exists."""
-    fuses_shared_experts: bool
-    """Whether a DeepSeek model built with default arguments fuses its shared expert into the routed
-    ones (the CPU harness turns that off: its tiny configs have too few experts to fuse)."""
 
 
 RELEASES: dict[str, Release] = {
-    # pipeline.py:43 handle_mega_moe; no capture-only fields (exec_.py); moe/utils.py:521-544
-    "0.5.21": Release("0.5.21", "handle_mega_moe", capture_only=False, fuses_shared_experts=True),
-    # pipeline.py:45 handle_deprecated_dp_attention; no capture-only fields; moe/utils.py:545-568
-    "0.5.22": Release(
-        "0.5.22", "handle_deprecated_dp_attention", capture_only=False, fuses_shared_experts=True
-    ),
-    # pipeline.py:45; capture-only mode at exec_.py:130,152 and validation_hook.py:697-753;
-    # moe/utils.py:551-552 reads the model's own fusion setting
-    "0.5.23": Release(
-        "0.5.23", "handle_deprecated_dp_attention", capture_only=True, fuses_shared_experts=False
-    ),
+    # pipeline.py:43 handle_mega_moe; no capture-only fields (exec_.py)
+    "0.5.21": Release("0.5.21", "handle_mega_moe", capture_only=False),
+    # pipeline.py:45 handle_deprecated_dp_attention; no capture-only fields
+    "0.5.22": Release("0.5.22", "handle_deprecated_dp_attention", capture_only=False),
+    # pipeline.py:45; capture-only mode at exec_.py:130,152 and validation_hook.py:697-753
+    "0.5.23": Release("0.5.23", "handle_deprecated_dp_attention", capture_only=True),
 }
 SUPPORTED = tuple(RELEASES)
 RANGE = f"sglang>={SUPPORTED[0]},<=" + SUPPORTED[-1]
@@ -74,8 +67,6 @@ def release(installed: str | None, environ: Mapping[str, str] = os.environ) -> t
     raises :class:`PluginInactiveError` naming the supported range otherwise."""
     if installed in RELEASES:
         return RELEASES[installed], None
-    from sglang_eagle3_embed import __version__
-
     problem = (
         f"sglang_eagle3_embed {__version__} supports SGLang {', '.join(SUPPORTED)} ({RANGE}), but "
         f"{'no sglang' if installed is None else f'sglang {installed}'} is installed. Its hooks rely "

@@ -40,11 +40,12 @@ def init() -> None:
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ["MASTER_PORT"] = str(_free_port())
     init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo")
-    from sglang_eagle3_embed.core.releases import current
-
-    # the tiny configs have too few experts to fuse the shared one into (0.5.21-0.5.22 would)
-    fusion = {"disable_shared_experts_fusion": True} if current().fuses_shared_experts else {}
-    _publish_server_args(tp_size=1, ep_size=1, pp_size=1, attention_backend="torch_native", **fusion)
+    # The tiny configs have too few experts to fuse the shared one into: 0.5.21 and 0.5.22 fuse it
+    # by default at construction (moe/utils.py:521-544, 545-568); 0.5.23 decides in the model
+    # loader, which the harness does not use, so the flag changes nothing there.
+    _publish_server_args(
+        tp_size=1, ep_size=1, pp_size=1, attention_backend="torch_native", disable_shared_experts_fusion=True
+    )
     initialize_model_parallel(backend="gloo")
 
     # (a) RoPE: without a platform, RotaryEmbedding falls through to a vllm import; claim CPU here.

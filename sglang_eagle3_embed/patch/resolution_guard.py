@@ -13,7 +13,7 @@ from __future__ import annotations
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.activation import requested, require_active
 from sglang_eagle3_embed.core.errors import PluginInactiveError
-from sglang_eagle3_embed.core.releases import current
+from sglang_eagle3_embed.core.releases import RELEASES, SUPPORTED, current
 from sglang_eagle3_embed.patch import model_architecture
 
 __all__ = ["STEP", "WHAT", "guard", "register"]
@@ -35,7 +35,25 @@ def guard(server_args, previous) -> None:
     previous(server_args)
 
 
+def steps() -> list[str]:
+    """The steps to try, in order: the installed release's first step, then every supported
+    release's (newest first) for an SGLang the plugin does not know, where the guard must still
+    register to stop the launches that ask for the inactive plugin."""
+    if STEP:
+        return [STEP]
+    return list(dict.fromkeys([current().first_step, *(RELEASES[v].first_step for v in reversed(SUPPORTED))]))
+
+
 def register() -> None:
+    """Wrap the first step in :func:`steps` that SGLang accepts (it raises ``ValueError`` on a name
+    outside its pipeline, registering nothing); raise the last refusal when none is."""
     from sglang.srt.arg_groups.resolution_hooks import register_resolution_hook
 
-    register_resolution_hook(STEP or current().first_step)(guard)
+    *earlier, last = steps()
+    for step in earlier:
+        try:
+            register_resolution_hook(step)(guard)
+            return
+        except ValueError:
+            continue
+    register_resolution_hook(last)(guard)

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sglang_eagle3_embed import cli
+from sglang_eagle3_embed.core.deployment import text_config
 from sglang_eagle3_embed.core.ids import IDS_FIELD
 from tests.support.strategies import JSON, messy_draft_config
 
@@ -105,8 +106,7 @@ def broken(tiny_pair, tmp_path, what):
             target = build_kimi_pair(tiny_pair.spec, tiny_pair.target.parent).target
         t = copy_folder(target, tmp_path / "t")
         config = json.loads((t / "config.json").read_text())
-        text = config.get("text_config", config)
-        text["moe_intermediate_size"] *= 2  # the experts' weights no longer fit
+        text_config(config)["moe_intermediate_size"] *= 2  # the experts' weights no longer fit
         (t / "config.json").write_text(json.dumps(config))
         return t, draft, []
     if what == "swapped target and draft":

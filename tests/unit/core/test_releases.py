@@ -30,7 +30,6 @@ def test_what_differs_between_releases():
         "handle_deprecated_dp_attention",
     ]
     assert [RELEASES[v].capture_only for v in SUPPORTED] == [False, False, True]
-    assert [RELEASES[v].fuses_shared_experts for v in SUPPORTED] == [True, True, False]
 
 
 def test_the_installed_release_is_supported():
