@@ -170,14 +170,6 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> s
     return "\n".join(lines)
 
 
-def environment_line(env: Mapping) -> str:
-    machine = env.get("gpu") or f"CPU, {env.get('cpu_cores')} cores"
-    return (
-        f"{env.get('date')}, {machine}, Python {env.get('python')}, torch {env.get('torch')}, "
-        f"SGLang {env.get('sglang')}, sglang-eagle3-embed {env.get('sglang_eagle3_embed')}"
-    )
-
-
 def pyplot():
     """matplotlib's pyplot on the Agg backend (no display)."""
     import matplotlib

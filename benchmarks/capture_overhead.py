@@ -273,9 +273,7 @@ def worker_job(target: dict, config: str, args) -> dict:
     GPU, so the KV pool is capped in tokens, and ``mem_fraction_static`` is high: SGLang sizes the
     pool from the free memory less (1 - fraction) x the free memory it saw at its start
     (``srt/mem_cache/kv_cache_configurator.py:3007-3038``), which the other workers' weights shrink."""
-    server = {
-        k: engine_run.COMMON[k] for k in ("attention_backend", "sampling_backend", "disable_radix_cache")
-    }
+    server = dict(engine_run.BUNDLE)
     tokens = args.batch * (args.seq + args.decode_steps + 1)
     server.update(
         model_path=str(target["path"]),

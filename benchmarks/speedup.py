@@ -114,7 +114,7 @@ def render(result: dict) -> str:
     rows = [
         [name, c, f"{s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f})", f"{s['tpot_ms']:.2f}",
          _common.fmt(s["accept_length"]), f"{s['vs_no_speculation']:.2f}x"]
-        for name, by_c in result["summary"].items() for c, s in by_c.items()
+        for name, by_c in summarize(result["rounds"]).items() for c, s in by_c.items()
     ]  # fmt: skip
     return _common.markdown_table(header, rows)
 
@@ -123,13 +123,14 @@ def plot(result: dict, results_dir: Path) -> Path:
     """Output tokens/s and the ratio to no speculation against concurrency, one line per server."""
     plt = _common.pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
-    for name, by_c in result["summary"].items():
+    summary = summarize(result["rounds"])
+    for name, by_c in summary.items():
         levels = [int(c) for c in by_c]
         style = {"linestyle": "--" if name.startswith("stock") else "-", "marker": "o", "label": name}
         left.plot(levels, [s["tokens_per_s"] for s in by_c.values()], **style)
         right.plot(levels, [s["vs_no_speculation"] for s in by_c.values()], **style)
     panels = [(left, "output tokens/s (median)"), (right, "tokens/s vs no speculation")]
-    levels = sorted({int(c) for by_c in result["summary"].values() for c in by_c})
+    levels = sorted({int(c) for by_c in summary.values() for c in by_c})
     _common.log2_axes(panels, "concurrency (requests in flight)", levels)
     right.legend(fontsize=7)
     env = result.get("env", {})
@@ -163,12 +164,12 @@ def measure(args) -> dict:
     }
     most = prompts_at(max(args.concurrency), args.num_prompts)
     dataset = write_dataset(pair, logs / "language.jsonl", most, args.prompt_len, args.output_len)
-    servers, ports = {}, []
-    for name, config in CONFIGS.items():
+    servers = {}
+    for name, config in CONFIGS.items():  # ports chosen here, apart from each other
         label = name.replace(" ", "-").replace(",", "")
-        servers[name] = Server(label, server_kwargs(config, pair.target, drafts), logs, ports=ports)
-        ports.append(servers[name].port)
-    rounds = {name: {c: [] for c in args.concurrency} for name in CONFIGS}
+        kwargs = server_kwargs(config, pair.target, drafts)
+        servers[name] = Server(label, kwargs, logs, ports=[s.port for s in servers.values()])
+    rounds = {name: {str(c): [] for c in args.concurrency} for name in CONFIGS}
     try:
         for server in servers.values():
             server.start()
@@ -182,17 +183,13 @@ def measure(args) -> dict:
                     command = bench_command(servers[name].port, dataset, str(pair.target), c,
                                             prompts_at(c, args.num_prompts), args.output_len, out, seed=r)  # fmt: skip
                     run_client(command, out.with_suffix(".log"))
-                    rounds[name][c].append(client_record(out, RESULT_KEYS))
-            _common.write_json(args.results, NAME, {"rounds": keyed(rounds), "partial": True})
+                    rounds[name][str(c)].append(client_record(out, RESULT_KEYS))
+            _common.write_json(args.results, NAME, {"rounds": rounds, "partial": True})
             print(f"round {r + 1} of {args.rounds} measured", flush=True)
     finally:
         for server in servers.values():
             server.stop()
-    return {"rounds": keyed(rounds)}
-
-
-def keyed(rounds: dict) -> dict:
-    return {n: {str(c): v for c, v in by.items()} for n, by in rounds.items()}
+    return {"rounds": rounds}
 
 
 def prompts_at(concurrency: int, num_prompts: int) -> int:
@@ -209,12 +206,8 @@ def main() -> dict:
     args = p.parse_args()
     result = _common.saved_or_gpu(p, args, "speedup.py")
     if result is None:
-        result = {**measure(args), "env": _common.environment("cuda")}
-        _common.write_json(args.results, NAME, result)
-    result["summary"] = summarize(result["rounds"])
-    plot(result, args.results)
-    print(render(result))
-    return result
+        return _common.publish(args, NAME, measure(args), plot, render, measured_on="cuda")
+    return _common.publish(args, NAME, result, plot, render, measured_on=None)
 
 
 if __name__ == "__main__":

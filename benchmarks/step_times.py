@@ -30,6 +30,7 @@ from pathlib import Path
 from benchmarks import _common
 from sglang_eagle3_embed.doctor.kimi import REAL_TEXT
 
+NAME = "step_times"
 BATCHES = (1, 8, 32)
 PROMPT_LEN = 64
 ACCEPT = {"the seed's report": 1.6, "stock SGLang's defaults": 1.70, "the plugin": 3.03}
@@ -122,14 +123,8 @@ def measure(target: dict, spec: bool, logs: Path, new_tokens: int, rounds: int) 
             def timed(tokens, prompts=prompts):
                 sampling = {"temperature": 0, "max_new_tokens": tokens, "ignore_eos": True}
                 start = time.perf_counter()
-                status, body = server.request(
-                    "/generate", {"input_ids": prompts, "sampling_params": sampling}
-                )
-                if status != 200:
-                    raise RuntimeError(f"{name}: /generate answered {status}: {str(body)[:300]}")
-                return time.perf_counter() - start, max(
-                    o["meta_info"].get("spec_verify_ct") or 0 for o in body
-                )
+                run = server.generate(prompts, sampling, "all")
+                return time.perf_counter() - start, max(v or 0 for v in run["verify_ct"])
 
             timed(new_tokens)  # warm this batch shape (first passes compile kernels)
             samples = []
@@ -159,27 +154,29 @@ def derived(result: dict) -> list[dict]:
 
 
 def render(result: dict) -> str:
-    lines = ["| model | layers | batch | decode step (ms) | speculative step (ms) | spec / decode |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    measured = []
     for model, runs in result["models"].items():
         for batch in map(str, BATCHES):
             plain = runs.get("plain", {}).get("steps", {}).get(batch, {}).get("ms")
             spec = runs.get("plugin", {}).get("steps", {}).get(batch, {}).get("ms")
-            ratio = f"{spec / plain:.2f}" if plain and spec else "-"
-            cells = [f"{v:.2f}" if v else "-" for v in (plain, spec)]
-            lines.append(
-                f"| {model} | {runs.get('layers', '')} | {batch} | {cells[0]} | {cells[1]} | {ratio} |"
+            ratio = _common.fmt(spec / plain) if plain and spec else "-"
+            measured.append(
+                [model, runs.get("layers", ""), batch, _common.fmt(plain), _common.fmt(spec), ratio]
             )
-    lines += ["", "Derived: tokens/s with speculation / without, per request (accept length x decode step / speculative step)", "",
-              "| model | batch | " + " | ".join(f"{who} ({a})" for who, a in result["accept"].items()) + " |",
-              "|---|---|" + "---|" * len(result["accept"])]  # fmt: skip
     rows = derived(result)
+    ratios = []
     for model in result["models"]:
         for batch in BATCHES:
             cells = [f"{r['ratio']:.2f}x" for r in rows if r["model"] == model and r["batch"] == batch]
             if cells:
-                lines.append(f"| {model} | {batch} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+                ratios.append([model, batch, *cells])
+    header = ["model", "layers", "batch", "decode step (ms)", "speculative step (ms)", "spec / decode"]
+    derived_header = ["model", "batch", *(f"{who} ({a})" for who, a in result["accept"].items())]
+    return "\n\n".join([
+        _common.markdown_table(header, measured),
+        "Derived: tokens/s with speculation / without, per request (accept length x decode step / speculative step)",
+        _common.markdown_table(derived_header, ratios),
+    ])  # fmt: skip
 
 
 def plot(result: dict, results_dir: Path) -> Path:
@@ -210,7 +207,7 @@ def plot(result: dict, results_dir: Path) -> Path:
         f"Real width, reduced depth, dummy weights: {env.get('gpu', 'GPU')}, {env.get('date', '')}",
         fontsize=10,
     )
-    return _common.save_figure(fig, results_dir, "step_times")
+    return _common.save_figure(fig, results_dir, NAME)
 
 
 def main() -> dict:
@@ -224,8 +221,6 @@ def main() -> dict:
         args.logs.mkdir(parents=True, exist_ok=True)
         targets = write_targets(args.logs / "models")
         result = {"accept": ACCEPT, "models": {}, "env": _common.environment("cuda")}
-        saved = args.results / "step_times.json"
-        saved.parent.mkdir(parents=True, exist_ok=True)
         for model in args.models:
             result["models"][model] = {"layers": targets[model]["layers"]}
             for mode in args.modes:
@@ -235,11 +230,9 @@ def main() -> dict:
                     )
                 except Exception as err:  # a failed server is reported, the next one still runs
                     result["models"][model][mode] = {"error": f"{type(err).__name__}: {err}"}
-                saved.write_text(json.dumps(result, indent=2))
+                _common.write_json(args.results, NAME, result)  # after every server: a crash keeps the rest
                 print(f"{model} {mode}: {json.dumps(result['models'][model][mode])[:600]}", flush=True)
-    plot(result, args.results)
-    print(render(result))
-    return result
+    return _common.publish(args, NAME, result, plot, render, measured_on=None)
 
 
 if __name__ == "__main__":

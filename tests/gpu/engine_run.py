@@ -23,7 +23,7 @@ its TCP ports from it (``srt/server_args.py:817-845``), and the default 30000 co
 other DP-attention engine on the host, or with what one stopped by a time limit left behind.
 
 ``differences``, ``regime``, ``failure``, ``missing_result``, ``launch_environment``, ``finished``,
-``accept_mean`` and ``free_port`` are pure
+``outcome``, ``alike``, ``accept_mean`` and ``free_port`` are pure
 (unit-tested on the CPU, ``tests/unit/gpu/test_engine_run.py``).
 """
 
@@ -40,13 +40,33 @@ import traceback
 from pathlib import Path
 
 PROMPTS = [[(7 * i + j) % 2000 + 5 for j in range(16)] for i in range(8)]
-COMMON = dict(  # required by the GPU bundle (shared/gpu/README.md)
-    skip_tokenizer_init=True, attention_backend="triton", sampling_backend="pytorch",
-    disable_radix_cache=True, mem_fraction_static=0.4, cuda_graph_max_bs_decode=8, log_level="info",
-)  # fmt: skip
+BUNDLE = dict(attention_backend="triton", sampling_backend="pytorch", disable_radix_cache=True)
+"""What the GPU bundle requires of every engine and server (shared/gpu/README.md)."""
+COMMON = dict(
+    **BUNDLE, skip_tokenizer_init=True, mem_fraction_static=0.4, cuda_graph_max_bs_decode=8, log_level="info"
+)
 
 
 DET = {"enable_deterministic_inference": True}
+
+
+def spec(steps: int, topk: int = 1, tokens: int | None = None) -> dict:
+    """EAGLE-3 at ``steps`` draft steps, top-k ``topk``, ``tokens`` draft tokens (a chain's
+    ``steps + 1`` by default)."""
+    return dict(
+        speculative_algorithm="EAGLE3", speculative_num_steps=steps, speculative_eagle_topk=topk,
+        speculative_num_draft_tokens=tokens or steps + 1,
+    )  # fmt: skip
+
+
+def language_prompts(pair, count: int, length: int) -> list[list[int]]:
+    """``count`` prompts of ``length`` tokens in the tiny pair's language, the same in every test
+    (seed 2026)."""
+    import torch
+
+    return pair.language.sample(count, length, torch.Generator().manual_seed(2026)).tolist()
+
+
 TILE = 32
 """Keys per tile of SGLang's triton decode kernel (``kernels/ops/attention/decode_attention.py:818``).
 Under deterministic inference plain decoding and the speculative verify pass (the unified extend
@@ -158,6 +178,32 @@ def finished(results: dict, *names: str) -> list[dict]:
             f"{name}: {result.get('error')}\n{result.get('traceback') or result['log'][-3000:]}"
         )
     return [results[n] for n in names]
+
+
+def outcome(result: dict) -> str:
+    """How a run ended, in one line: ``finished``, or its error and where it raised."""
+    return "finished" if result.get("ok") else f"{result.get('error')}; raised {failure(result)}"
+
+
+def started(results: dict, *names: str) -> list[dict]:
+    """The named results, failing the test when one could not start because of the host (then
+    nothing was compared)."""
+    import pytest
+
+    for name in names:
+        if not results[name]["ok"] and (cause := launch_environment(results[name])):
+            pytest.fail(f"{name} could not start on this host ({cause}); nothing was compared")
+    return [results[n] for n in names]
+
+
+def alike(plugin: dict, stock: dict) -> None:
+    """The plugin's run and stock SGLang's both finished with the same tokens, or both failed with
+    the same exception in the same place (:func:`failure`), not just any failure."""
+    assert plugin["ok"] == stock["ok"], (plugin.get("error"), stock.get("error"))
+    if plugin["ok"]:
+        assert plugin["outputs"] == stock["outputs"]
+    else:
+        assert failure(plugin) == failure(stock), (plugin["error"], stock["error"])
 
 
 def accept_mean(values) -> float:

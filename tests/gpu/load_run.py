@@ -162,13 +162,17 @@ def scenario(logs: Path, lock: Path, target, prompts, ready: threading.Barrier, 
     """The job's ``after`` for ``server_run.run_servers``: the scenario above, on one server
     (``memory``: what reads the GPU's free memory)."""
 
+    def reading(server) -> dict:
+        """The KV pool settled (:func:`settle`) and the GPU's free memory: the leak figures."""
+        return {**settle(server), "free_mb": memory()}
+
     def run(server) -> dict:
         # a server that failed to start breaks the barrier: the others still run, its test reports it
         with contextlib.suppress(threading.BrokenBarrierError):
             ready.wait(timeout=600)
         with open(lock, "w") as held:
             fcntl.flock(held, fcntl.LOCK_EX)
-            result = {"idle": {**settle(server), "free_mb": memory()}, "phases": []}
+            result = {"idle": reading(server), "phases": []}
             result["before"] = server.generate(prompts, GREEDY, "all")
             for round_ in (1, 2):  # round 1 sees every shape: the allocator keeps what it reserved
                 for concurrency in CONCURRENCY:
@@ -176,13 +180,13 @@ def scenario(logs: Path, lock: Path, target, prompts, ready: threading.Barrier, 
                         figures = load_phase(server, target, concurrency, stream, logs)
                         result["phases"].append(
                             {"round": round_, "concurrency": concurrency, "stream": stream, **figures,
-                             **settle(server), "free_mb": memory()}
+                             **reading(server)}
                         )  # fmt: skip
             if faults:
                 result["faults"] = {name: {**case(server, prompts), "after": settle(server)}
                                     for name, case in CASES.items()}  # fmt: skip
             result["after"] = server.generate(prompts, GREEDY, "all")
-            result["end"] = {**settle(server), "free_mb": memory()}
+            result["end"] = reading(server)
             fcntl.flock(held, fcntl.LOCK_UN)
         # no server stops (freeing its memory) while another one still measures
         with contextlib.suppress(threading.BrokenBarrierError):

@@ -10,7 +10,7 @@ the same result layout as ``engine_run`` so that the same comparisons apply.
 ``run_client`` runs SGLang's own serving client (``python -m sglang.benchmark.serving``) in this
 process against such a server; ``client_record`` reads what it wrote.
 
-``cli_args`` and ``outcome`` are pure (unit-tested on the CPU, ``tests/unit/gpu/test_server_run.py``);
+``cli_args`` is pure (unit-tested on the CPU, ``tests/unit/gpu/test_server_run.py``);
 the HTTP side and the client runs are tested against ``tests/support/stand_in_server.py``.
 """
 
@@ -31,10 +31,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests.gpu.engine_run import CRASH_DIAGNOSTICS_OFF, free_port, summarize
-
-# required by the GPU bundle (shared/gpu/README.md)
-BUNDLE = {"attention_backend": "triton", "sampling_backend": "pytorch", "disable_radix_cache": True}
+from tests.gpu.engine_run import BUNDLE, CRASH_DIAGNOSTICS_OFF, free_port, summarize
 
 
 def cli_args(kwargs: dict) -> list[str]:
@@ -156,9 +153,7 @@ class Server:
 
         started = time.time()
         if mode == "all":
-            status, outputs = self.request("/generate", {"input_ids": prompts, "sampling_params": sampling})
-            if status != 200:
-                raise RuntimeError(f"{self.name}: /generate answered {status}: {str(outputs)[:500]}")
+            outputs = one(prompts)  # every prompt in one batched request
         elif mode == "one-by-one":
             outputs = [one(p) for p in prompts]
         elif mode == "concurrent":
@@ -240,18 +235,12 @@ def client_record(out_file: Path, keys) -> dict:
     return {k: record.get(k) for k in keys}
 
 
-def outcome(result: dict) -> str:
-    return "finished" if result.get("ok") else f"FAILED: {result.get('error')}"
-
-
-def run_job(name: str, job: dict, logs: Path, ports: list, lock: threading.Lock, timeout: float) -> dict:
+def run_job(server: Server, job: dict, timeout: float) -> dict:
     """One server: start, wait, warm up, run ``job["modes"]`` over ``job["prompts"]``, then
     ``job["after"](server)``; the result has ``ok``, ``startup_s``, per-mode results and the first
     mode's ``outputs``/``accept_length`` (as ``engine_run``'s), ``error`` and the log tail when it
     failed (after calling ``job["on_error"]()``, if given)."""
-    with lock:
-        server = Server(name, job["server"], logs, job.get("env"), ports)
-        ports.append(server.port)
+    name, logs = server.name, server.logs
     sampling = {"temperature": 0, "max_new_tokens": job.get("max_new_tokens", 32), "ignore_eos": True}
     result = {"kwargs": server.kwargs, "modes": {}}
     try:
@@ -280,9 +269,11 @@ def run_servers(jobs: dict[str, dict], logs: Path, timeout: float = 420, stagger
     """Run the jobs side by side (their servers should cap their KV pools: each sizes its pool from
     the memory free when it starts); returns each job's result by name."""
     logs.mkdir(parents=True, exist_ok=True)
-    ports, lock, futures = [], threading.Lock(), {}
+    made, futures = {}, {}
+    for name, job in jobs.items():  # ports chosen here, apart from each other
+        made[name] = Server(name, job["server"], logs, job.get("env"), ports=[s.port for s in made.values()])
     with ThreadPoolExecutor(max(1, len(jobs))) as pool:
         for name, job in jobs.items():
-            futures[name] = pool.submit(run_job, name, job, logs, ports, lock, timeout)
+            futures[name] = pool.submit(run_job, made[name], job, timeout)
             time.sleep(stagger_s)
         return {name: future.result() for name, future in futures.items()}

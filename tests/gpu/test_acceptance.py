@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import accept_mean, failure, launch_environment
+from tests.gpu.engine_run import accept_mean, alike, outcome, spec, started
 
 pytestmark = pytest.mark.gpu
 OURS = "sglang_eagle3_embed"
@@ -26,13 +26,6 @@ BF16 = {"dtype": "bfloat16"}  # the pair is saved in float32; served in bf16, as
 # 20 s per EAGLE-3 engine); decode, verify and draft graphs stay on.
 NO_PREFILL_GRAPH = {"disable_prefill_cuda_graph": True}
 TRAINED = (0, 5, 11)  # capture indices of ids [-1, 4, 10]
-
-
-def spec(steps, topk=1, tokens=None):
-    return dict(
-        speculative_algorithm="EAGLE3", speculative_num_steps=steps, speculative_eagle_topk=topk,
-        speculative_num_draft_tokens=tokens or steps + 1,
-    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -141,22 +134,18 @@ def same_as_stock(serve, name, drafts, **kwargs):
     """The plugin on the trained ids and stock SGLang on the same captures written as capture
     indices by hand, under the same flags: the plugin changes no scheduling and no execution path,
     so both must finish (or fail) alike, with the same tokens. Returns both results."""
-    plugin = serve(f"plugin-{name}", model_impl=OURS, speculative_draft_model_path=drafts["nested"], **kwargs)
-    stock = serve(f"stock-hand-written-{name}", speculative_draft_model_path=drafts["hand-written"], **kwargs)
-    engines = (("plugin", plugin), ("stock", stock))
-    for who, result in engines:
-        outcome = "finished" if result["ok"] else f"{result['error']}; raised {failure(result)}"
-        print(f"{name}: {who} {outcome}")
-    for who, result in engines:
-        if not result["ok"] and (cause := launch_environment(result)):
-            pytest.fail(
-                f"{name}: the {who} engine could not start on this host ({cause}); nothing was compared"
-            )
-    assert plugin["ok"] == stock["ok"], (plugin.get("error"), stock.get("error"))
-    if plugin["ok"]:
-        assert plugin["outputs"] == stock["outputs"]
-    else:  # failing alike: the same exception, not just any failure
-        assert failure(plugin) == failure(stock), (plugin["error"], stock["error"])
+    results = {
+        f"plugin-{name}": serve(
+            f"plugin-{name}", model_impl=OURS, speculative_draft_model_path=drafts["nested"], **kwargs
+        ),
+        f"stock-hand-written-{name}": serve(
+            f"stock-hand-written-{name}", speculative_draft_model_path=drafts["hand-written"], **kwargs
+        ),
+    }
+    for who, result in results.items():
+        print(f"{who}: {outcome(result)}")
+    plugin, stock = started(results, *results)
+    alike(plugin, stock)
     return plugin, stock
 
 

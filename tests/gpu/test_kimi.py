@@ -21,11 +21,20 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import DET, accept_mean, differences, finished, regime
-from tests.gpu.server_run import outcome, run_servers
+from tests.gpu.engine_run import (
+    BUNDLE,
+    DET,
+    accept_mean,
+    differences,
+    finished,
+    language_prompts,
+    outcome,
+    regime,
+    spec,
+)
+from tests.gpu.server_run import run_servers
 from tests.support import ROOT
 
 pytestmark = pytest.mark.gpu
@@ -40,23 +49,13 @@ SHARED = dict(
     trust_remote_code=True, skip_tokenizer_init=True, dtype="bfloat16", mem_fraction_static=0.5,
     max_total_tokens=16384, max_running_requests=48, cuda_graph_max_bs_decode=48,
 )  # fmt: skip
-SPEC = dict(
-    speculative_algorithm="EAGLE3", speculative_num_steps=3, speculative_eagle_topk=1,
-    speculative_num_draft_tokens=4,
-)  # fmt: skip
+SPEC = spec(3)
 ENGINE_ARGS = dict(
-    dtype="bfloat16", trust_remote_code=True, attention_backend="triton", sampling_backend="pytorch",
-    disable_radix_cache=True, mem_fraction_static=0.5, max_total_tokens=16384,
-)  # fmt: skip
+    dtype="bfloat16", trust_remote_code=True, **BUNDLE, mem_fraction_static=0.5, max_total_tokens=16384
+)
 
 
-def prompts_for(pair) -> list[list[int]]:
-    return pair.language.sample(NUM_PROMPTS, PROMPT_LEN, torch.Generator().manual_seed(2026)).tolist()
-
-
-def jobs_for(pair, drafts) -> dict[str, dict]:
-    prompts = prompts_for(pair)
-
+def jobs_for(pair, drafts, prompts) -> dict[str, dict]:
     def job(modes=("all",), **server):
         return {
             "server": {"model_path": str(pair.target), **SHARED, **server}, "prompts": prompts,
@@ -93,14 +92,15 @@ def runs(gpu_kimi_pair, gpu_logs, tmp_path_factory):
             write_config_variant(pair.draft, folder / "hand", placement="nested", ids=list(TRAINED))
         ),
     }
+    prompts = language_prompts(pair, NUM_PROMPTS, PROMPT_LEN)
     prompts_file = folder / "prompts.jsonl"
-    prompts_file.write_text("".join(json.dumps(p) + "\n" for p in prompts_for(pair)))
+    prompts_file.write_text("".join(json.dumps(p) + "\n" for p in prompts))
     report = gpu_logs / "kimi-probe.json"
     with open(gpu_logs / "kimi-probe.log", "w") as log:  # the probe runs while the servers start
         probe = subprocess.Popen(
             probe_command(pair, prompts_file, report), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT
         )
-        results = run_servers(jobs_for(pair, drafts), gpu_logs, timeout=420)
+        results = run_servers(jobs_for(pair, drafts, prompts), gpu_logs, timeout=420)
         probe_rc = probe.wait(timeout=600)
     for name, result in results.items():
         accept = [
@@ -114,7 +114,7 @@ def runs(gpu_kimi_pair, gpu_logs, tmp_path_factory):
         wirings = json.loads(report.read_text())["wirings"]
         predicted = {tuple(w["capture_indices"]): w["accept_length"] for w in wirings if "accept_length" in w}
     print(f"probe --backend engine: exit {probe_rc}, predicted {predicted}")
-    return results, predicted, prompts_for(pair)
+    return results, predicted, prompts
 
 
 def test_the_plugin_names_the_captures_at_startup(runs):

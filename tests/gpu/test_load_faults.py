@@ -15,12 +15,11 @@ import json
 import threading
 
 import pytest
-import torch
 
 from benchmarks._common import environment
 from sglang_eagle3_embed.doctor.pair import write_config_variant
 from tests.gpu import load_run
-from tests.gpu.engine_run import DET, finished
+from tests.gpu.engine_run import DET, finished, language_prompts, spec
 from tests.gpu.server_run import run_servers
 
 pytestmark = pytest.mark.gpu
@@ -30,8 +29,7 @@ TRAINED = (0, 5, 11)
 SERVERS = (load_run.PLUGIN, load_run.STOCK)
 SERVER = dict(
     dtype="bfloat16", mem_fraction_static=0.2, max_total_tokens=65536, max_running_requests=64,
-    cuda_graph_max_bs_decode=64, cuda_graph_max_bs_prefill=1024, speculative_algorithm="EAGLE3",
-    speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4, **DET,
+    cuda_graph_max_bs_decode=64, cuda_graph_max_bs_prefill=1024, **spec(3), **DET,
 )  # fmt: skip
 LEAK_SLACK_MB = 64
 
@@ -40,7 +38,7 @@ LEAK_SLACK_MB = 64
 def runs(gpu_pair, gpu_logs, tmp_path_factory):
     folder = tmp_path_factory.mktemp("faults")
     hand = write_config_variant(gpu_pair.draft, folder / "hand", placement="nested", ids=list(TRAINED))
-    prompts = gpu_pair.language.sample(16, 8, torch.Generator().manual_seed(2026)).tolist()
+    prompts = language_prompts(gpu_pair, 16, 8)
     ready, lock = threading.Barrier(3), folder / "gpu.lock"
     common = {"model_path": str(gpu_pair.target), **SERVER}
     plugin = {**common, "model_impl": OURS, "speculative_draft_model_path": str(gpu_pair.draft)}

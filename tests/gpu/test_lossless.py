@@ -32,7 +32,7 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import DET, TILE, differences, finished, regime
+from tests.gpu.engine_run import DET, TILE, differences, finished, regime, spec
 
 pytestmark = pytest.mark.gpu
 
@@ -49,13 +49,6 @@ ALL_MODES = ("all", "batches-of-8", "one-by-one")
 ALIGN = {"EAGLE3_EMBED_GPU_TESTING": "align-attention"}
 PLANT = {"EAGLE3_EMBED_GPU_TESTING": "perturb-verify"}
 RADIX = {"SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND": "python"}  # the Rust core panics on torch 2.11
-
-
-def spec(steps, topk=1, tokens=None):
-    return dict(
-        speculative_algorithm="EAGLE3", speculative_num_steps=steps, speculative_eagle_topk=topk,
-        speculative_num_draft_tokens=tokens or steps + 1,
-    )  # fmt: skip
 
 
 def language_prompts(pair) -> list[list[int]]:

@@ -16,7 +16,17 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import DET, accept_mean, differences, failure, launch_environment, regime
+from tests.gpu.engine_run import (
+    DET,
+    accept_mean,
+    alike,
+    differences,
+    language_prompts,
+    outcome,
+    regime,
+    spec,
+    started,
+)
 from tests.gpu.engine_run import finished as engine_finished
 
 pytestmark = pytest.mark.gpu
@@ -28,10 +38,7 @@ POOL = dict(
     dtype="bfloat16", mem_fraction_static=0.5, max_total_tokens=16384, max_running_requests=48,
 )  # fmt: skip
 GRAPHS = {"cuda_graph_max_bs_decode": NUM_PROMPTS}  # every request of a pass inside a decode graph
-SPEC = dict(
-    speculative_algorithm="EAGLE3", speculative_num_steps=3, speculative_eagle_topk=1,
-    speculative_num_draft_tokens=4,
-)  # fmt: skip
+SPEC = spec(3)
 # FlashInfer's TRT-LLM all-reduce fusion, which SGLang turns on by itself for DeepSeek at TP > 1 on
 # sm90 (srt/arg_groups/overrides.py:955-1001), hangs setting up its workspace on a machine with NVLink
 # multicast off (docs/patches.md, known limits), so TP runs without it.
@@ -42,14 +49,9 @@ LAYOUTS = {
 MODES = ("all", "one-by-one")
 
 
-def prompts_for(pair) -> list[list[int]]:
-    return pair.language.sample(NUM_PROMPTS, PROMPT_LEN, torch.Generator().manual_seed(2026)).tolist()
-
-
-def jobs_for(pair, hand_written) -> dict[str, dict]:
+def jobs_for(pair, hand_written, prompts) -> dict[str, dict]:
     """The engines, by name: per layout the plugin, stock SGLang on hand-written indices and plain
     decoding; the plugin on one GPU; the eager-draft-decode pair under DP attention."""
-    prompts = prompts_for(pair)
 
     def job(modes=MODES, **engine):
         return {
@@ -77,18 +79,11 @@ def runs(gpu_pair, run_engines, tmp_path_factory):
     hand = write_config_variant(
         gpu_pair.draft, tmp_path_factory.mktemp("hand") / "draft", placement="nested", ids=list(TRAINED)
     )
-    results = run_engines(jobs_for(gpu_pair, hand), timeout=420)
+    prompts = language_prompts(gpu_pair, NUM_PROMPTS, PROMPT_LEN)
+    results = run_engines(jobs_for(gpu_pair, hand, prompts), timeout=420)
     for name, result in results.items():
-        outcome = "finished" if result["ok"] else f"{result['error']}; raised {failure(result)}"
-        print(f"{name}: {outcome}, started in {result.get('startup_s')} s")
-    return results, prompts_for(gpu_pair)
-
-
-def started(results, *names):
-    for name in names:
-        if not results[name]["ok"] and (cause := launch_environment(results[name])):
-            pytest.fail(f"{name} could not start on this host ({cause}); nothing was compared")
-    return [results[n] for n in names]
+        print(f"{name}: {outcome(result)}, started in {result.get('startup_s')} s")
+    return results, prompts
 
 
 def finished(results, *names):
@@ -138,9 +133,4 @@ def test_accept_length_is_within_5_percent_of_one_gpu(runs, layout):
 def test_dp_attention_eager_draft_decode_behaves_as_in_stock_sglang(runs):
     """Both finish with the same tokens, or both fail with the same exception in the same place."""
     results, _ = runs
-    plugin, stock = started(results, "plugin-dp-attention2-eager", "stock-dp-attention2-eager")
-    assert plugin["ok"] == stock["ok"], (plugin.get("error"), stock.get("error"))
-    if plugin["ok"]:
-        assert plugin["outputs"] == stock["outputs"]
-    else:
-        assert failure(plugin) == failure(stock), (plugin["error"], stock["error"])
+    alike(*started(results, "plugin-dp-attention2-eager", "stock-dp-attention2-eager"))

@@ -86,19 +86,24 @@ def _kept_aux(original, verify_input, batch, logits_output, *args, **kwargs):
     return original(verify_input, batch, logits_output, *args, **kwargs)
 
 
+SWITCHES = {
+    "align-attention": ((DECODE, _decode_as_extend), (EXTEND_UNIFIED, _verify_without_chain_mask)),
+    "perturb-verify": ((VERIFY, _perturbed_verify),),
+    "keep-aux": ((VERIFY, _kept_aux),),
+}
+"""Each switch's AROUND hooks: (the SGLang symbol, the wrapper)."""
+
+
 def register() -> None:
     switches = {s.strip() for s in os.environ.get(SWITCH, "").split(",") if s.strip()}
-    unknown = switches - {"align-attention", "perturb-verify", "keep-aux"}
+    unknown = switches - SWITCHES.keys()
     if unknown:
         raise ValueError(f"{SWITCH}: unknown switches {sorted(unknown)}")
     if not switches:
         return
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
-    if "align-attention" in switches:
-        HookRegistry.register(DECODE, _decode_as_extend, HookType.AROUND)
-        HookRegistry.register(EXTEND_UNIFIED, _verify_without_chain_mask, HookType.AROUND)
-    if "perturb-verify" in switches:
-        HookRegistry.register(VERIFY, _perturbed_verify, HookType.AROUND)
-    if "keep-aux" in switches:
-        HookRegistry.register(VERIFY, _kept_aux, HookType.AROUND)
+    for name, hooks in SWITCHES.items():
+        if name in switches:
+            for target, hook in hooks:
+                HookRegistry.register(target, hook, HookType.AROUND)

@@ -39,6 +39,19 @@ def sglang_fields():
     return set(inspect.signature(ServerArgs).parameters)  # what sgl.Engine(**kwargs) accepts
 
 
+def assert_sglang_arguments(kwargs_by_name: dict[str, dict]) -> None:
+    """Every keyword of every engine or server is a ``ServerArgs`` argument."""
+    fields = sglang_fields()
+    for name, kwargs in kwargs_by_name.items():
+        unknown = set(kwargs) - fields
+        assert not unknown, f"{name}: not SGLang arguments: {sorted(unknown)}"
+
+
+def differing(a: dict, b: dict) -> set[str]:
+    """The keys whose values differ between two engines' or servers' arguments."""
+    return {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+
+
 @pytest.fixture
 def recorded():
     calls = {}
@@ -57,10 +70,7 @@ def test_every_engine_the_acceptance_tests_start_takes_only_sglang_arguments(rec
     acceptance.test_stock_fails_at_startup_on_nested_ids(serve, drafts)
     acceptance.test_request_cap_behaves_as_in_stock_sglang(serve, drafts)
     acceptance.test_pipeline_parallel_is_refused_before_gpu_work(serve, drafts)
-    fields = sglang_fields()
-    for name, kwargs in calls.items():
-        unknown = set(kwargs) - fields
-        assert not unknown, f"{name}: not SGLang engine arguments: {sorted(unknown)}"
+    assert_sglang_arguments(calls)
     assert calls["stock-hand-written-cap8"]["speculative_draft_model_path"] == "HAND"
     assert calls["plugin-pp2"]["pp_size"] == 2
 
@@ -73,18 +83,14 @@ def pair():
 
 
 def test_the_multi_gpu_pool_asks_only_for_sglang_arguments_and_compares_like_with_like(pair):
-    jobs = multi_gpu.jobs_for(pair, "HAND")
-    fields = sglang_fields()
-    for name, job in jobs.items():
-        unknown = set(job["engine"]) - fields
-        assert not unknown, f"{name}: not SGLang engine arguments: {sorted(unknown)}"
+    jobs = multi_gpu.jobs_for(pair, "HAND", [[1, 2]])
+    assert_sglang_arguments({name: job["engine"] for name, job in jobs.items()})
+    for job in jobs.values():
         assert job["engine"]["max_total_tokens"]  # engines sharing the GPUs cap their KV pool
     for layout in multi_gpu.LAYOUTS:
         plugin, stock, plain = (jobs[f"{who}-{layout}"]["engine"] for who in ("plugin", "stock", "plain"))
         assert plugin["enable_deterministic_inference"] and plugin["tp_size"] == 2
-        assert {k for k in plugin.keys() | stock.keys() if plugin.get(k) != stock.get(k)} == {
-            "model_impl", "speculative_draft_model_path",
-        }  # fmt: skip
+        assert differing(plugin, stock) == {"model_impl", "speculative_draft_model_path"}
         assert "speculative_algorithm" not in plain and plain["tp_size"] == 2
     eager = jobs["stock-dp-attention2-eager"]["engine"]
     assert "model_impl" not in eager and "cuda_graph_max_bs_decode" not in eager
@@ -93,17 +99,11 @@ def test_the_multi_gpu_pool_asks_only_for_sglang_arguments_and_compares_like_wit
 def test_the_lossless_pool_asks_only_for_sglang_arguments_and_times_five_engines(pair, tmp_path):
     drafts = {"nested": "NESTED", "hand-written": "HAND"}
     jobs = lossless.jobs_for(pair, drafts, tmp_path)
-    fields = sglang_fields()
-    for name, job in jobs.items():
-        unknown = set(job["engine"]) - fields
-        assert not unknown, f"{name}: not SGLang engine arguments: {sorted(unknown)}"
+    assert_sglang_arguments({name: job["engine"] for name, job in jobs.items()})
+    for job in jobs.values():
         assert job["engine"]["max_total_tokens"]  # engines sharing the GPU cap their KV pool
     for a, b in lossless.CASES.values():  # the pairs compared differ in the draft and model_impl only
-        differ = {
-            k
-            for k in jobs[a]["engine"].keys() | jobs[b]["engine"].keys()
-            if jobs[a]["engine"].get(k) != jobs[b]["engine"].get(k)
-        }
+        differ = differing(jobs[a]["engine"], jobs[b]["engine"])
         assert differ == {"model_impl", "speculative_draft_model_path"}, (a, b, differ)
         assert jobs[a]["prompts"] == jobs[b]["prompts"] and jobs[a]["env"] == jobs[b]["env"]
     timed = [n for n, j in jobs.items() if "timing" in j]
@@ -217,18 +217,14 @@ def test_failing_alike_means_the_same_failure_on_a_host_that_could_start_both(pl
 
 def test_the_kimi_servers_ask_only_for_sglang_arguments_and_compare_like_with_like(pair):
     drafts = {"nested": "NESTED", "top-level": "TOP", "hand-written": "HAND"}
-    jobs = kimi.jobs_for(pair, drafts)
-    fields = sglang_fields()
-    for name, job in jobs.items():
-        unknown = set(job["server"]) - fields
-        assert not unknown, f"{name}: not SGLang server arguments: {sorted(unknown)}"
+    jobs = kimi.jobs_for(pair, drafts, [[1, 2]])
+    assert_sglang_arguments({name: job["server"] for name, job in jobs.items()})
+    for job in jobs.values():
         assert job["server"]["trust_remote_code"] and job["server"]["max_total_tokens"]
     plugin, stock = jobs["kimi-plugin"]["server"], jobs["kimi-stock-hand-written"]["server"]
-    assert {k for k in plugin.keys() | stock.keys() if plugin.get(k) != stock.get(k)} == {
-        "model_impl", "speculative_draft_model_path",
-    }  # fmt: skip
+    assert differing(plugin, stock) == {"model_impl", "speculative_draft_model_path"}
     assert jobs["kimi-plain"]["server"]["enable_deterministic_inference"]
-    assert set(kimi.ENGINE_ARGS) <= fields
+    assert_sglang_arguments({"probe --engine-arg": kimi.ENGINE_ARGS})
 
 
 def test_the_load_servers_and_sglangs_client_take_the_arguments_given(monkeypatch, tmp_path):
