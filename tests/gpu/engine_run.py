@@ -340,7 +340,7 @@ def main(result_path: str, job: dict) -> None:
 
         result["gpu"] = torch.cuda.get_device_name(0)
         result["sglang"] = sgl.__version__
-        engine = sgl.Engine(**{**COMMON, "port": free_port(), **job["engine"]})
+        engine = sgl.Engine(**{**COMMON, **job["engine"], "port": job["engine"].get("port") or free_port()})
         result["startup_s"] = round(time.time() - started, 1)
         if job.get("warmup", True):  # the real shapes: a fresh machine's first pass pays triton's JIT
             engine.generate(input_ids=prompts, sampling_params=sampling)

@@ -34,10 +34,9 @@ def test_the_speed_benchmarks_run_reads_the_pairs_language_and_reports(tiny_pair
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_load_phase_sends_every_request_and_reads_its_figures(tiny_pair, tmp_path, stream):
-    server = type("Server", (), {"name": "stand-in"})()
     StandIn.generated.clear()
     with serving(model=str(tiny_pair.target)) as port:
-        server.port = port
+        server = Server("stand-in", {"port": port}, tmp_path)
         figures = load_run.load_phase(server, tiny_pair.target, 16, stream, tmp_path)
     assert "error" not in figures, figures
     assert figures["completed"] == load_run.requests(16) == len(StandIn.generated) - 1  # one warm-up
