@@ -1,46 +1,114 @@
-"""Apply, test and refresh docs/upstream/sglang-eagle3-embed.patch against the installed SGLang.
+"""Apply, test and format-check the upstream PR series (docs/upstream/NNNN-*.patch) against the
+installed SGLang.
 
-The patch is written against SGLang's repository layout (``python/sglang/...``, ``test/...``).
-:func:`patched_tree` lays the installed ``sglang`` package out at ``ROOT/python/sglang`` as a
-tree of symbolic links (fast: nothing is copied), replaces the files the patch touches by real
-copies and applies the patch there with ``git apply``; ``PYTHONPATH=ROOT/python`` then imports
-the patched SGLang.
+The patches are written against SGLang's repository layout (``python/sglang/...``, ``test/...``)
+and apply in order. :func:`patched_tree` lays the installed ``sglang`` package out at
+``ROOT/python/sglang`` as a tree of symbolic links (fast: nothing is copied), replaces the files
+the patches touch by real copies and applies the first ``upto`` patches there with ``git apply``;
+``PYTHONPATH=ROOT/python`` then imports the patched SGLang.
 
-    python -m tools.upstream_patch tree DIR   # a git repository at DIR: base commit + the patch
-    python -m tools.upstream_patch diff DIR   # after editing DIR: rewrite the patch from it
-    python -m tools.upstream_patch test       # apply to a temporary tree, run its tests
+    python -m tools.upstream_patch tree DIR [--upto N]  # a git repository: base, one commit a PR
+    python -m tools.upstream_patch diff DIR             # after editing DIR: rewrite the patches
+    python -m tools.upstream_patch test                 # every step's tests, at every step
+    python -m tools.upstream_patch format               # the changed hunks, as SGLang's hooks check
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-PATCH = Path(__file__).resolve().parent.parent / "docs" / "upstream" / "sglang-eagle3-embed.patch"
-UPSTREAM_TESTS = ["test/registered/unit/speculative/test_eagle3_layer_ids.py"]
+UPSTREAM = Path(__file__).resolve().parent.parent / "docs" / "upstream"
+
+# The formatters SGLang's .pre-commit-config.yaml pins (black, isort, codespell), with its
+# settings: isort's profile and first-party package from .isort.cfg, codespell's ignore list.
+FORMATTERS = {"black": "24.10.0", "isort": "5.13.2", "codespell": "2.4.1"}
+ISORT_ARGS = ["--profile", "black", "-p", "sglang"]
+CODESPELL_IGNORE = "cann,thi,makro,wil,rouge,PRIS"
 
 
-def touched_files(patch: Path = PATCH) -> list[str]:
-    """Repository paths the patch modifies (new files excluded)."""
-    return re.findall(r"^--- a/(\S+)$", patch.read_text(), re.M)
+@dataclass(frozen=True)
+class Step:
+    """One PR of the series: its patch and the upstream test files it adds."""
+
+    number: int
+    patch: Path
+
+    @property
+    def name(self) -> str:
+        return self.patch.stem
+
+    @property
+    def text(self) -> str:
+        return self.patch.read_text()
+
+    @property
+    def tests(self) -> list[str]:
+        return [p for p in added_files(self.text) if p.startswith("test/")]
+
+
+def series(folder: Path = UPSTREAM) -> list[Step]:
+    """The PRs in order: ``NNNN-name.patch``, numbered 1, 2, ... without gaps."""
+    patches = sorted(folder.glob("[0-9][0-9][0-9][0-9]-*.patch"))
+    steps = [Step(int(p.name[:4]), p) for p in patches]
+    if [s.number for s in steps] != list(range(1, len(steps) + 1)):
+        raise RuntimeError(f"{folder}: the patches must be numbered 0001, 0002, ... without gaps")
+    return steps
+
+
+def modified_files(text: str) -> list[str]:
+    """Repository paths a patch modifies (new files excluded)."""
+    return re.findall(r"^--- a/(\S+)$", text, re.M)
+
+
+def added_files(text: str) -> list[str]:
+    """Repository paths a patch creates."""
+    return re.findall(r"^--- /dev/null\n\+\+\+ b/(\S+)$", text, re.M)
+
+
+def added_lines(text: str) -> dict[str, list[tuple[int, int]]]:
+    """Per file, the line ranges (first, last; 1-based, in the patched file) the patch adds."""
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    path, line, start = None, 0, None
+    for row in text.splitlines():
+        if row.startswith("+++ "):
+            path = row[6:]
+            ranges.setdefault(path, [])
+            continue
+        if row.startswith("--- ") or row.startswith("diff "):
+            continue
+        hunk = re.match(r"@@ -\S+ \+(\d+)(?:,\d+)? @@", row)
+        if hunk:
+            line, start = int(hunk[1]), None
+            continue
+        if path is None or row.startswith("\\"):
+            continue
+        if row.startswith("+"):
+            start = line if start is None else start
+            line += 1
+            continue
+        if start is not None:
+            ranges[path].append((start, line - 1))
+            start = None
+        if not row.startswith("-"):
+            line += 1
+    if path is not None and start is not None:
+        ranges[path].append((start, line - 1))
+    return {p: r for p, r in ranges.items() if r}
 
 
 def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     if shutil.which("git") is None:
-        raise RuntimeError("git is required to apply the upstream patch (git apply); install git")
+        raise RuntimeError("git is required to apply the upstream patches (git apply); install git")
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
-
-
-def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    if command[0] == "git":
-        return _git(*command[1:], cwd=cwd)
-    return subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True)
 
 
 def link_tree(root: Path) -> Path:
@@ -62,84 +130,234 @@ def materialize(root: Path, paths: list[str]) -> None:
     """Replace the links at ``paths`` by copies, so that patching them leaves the install alone."""
     for rel in paths:
         path = root / rel
+        if path.is_file() and not path.is_symlink():
+            continue
         if not path.is_symlink():
-            raise FileNotFoundError(f"{rel}: the patch modifies it but the installed sglang has no such file")
+            raise FileNotFoundError(f"{rel}: a patch modifies it but the installed sglang has no such file")
         original = path.resolve()
         path.unlink()
         shutil.copyfile(original, path)
 
 
-def patched_tree(root: Path, patch: Path = PATCH) -> Path:
-    """Lay out the installed sglang at ``root`` and apply ``patch``; return ``root / "python"``."""
-    link_tree(root)
-    materialize(root, touched_files(patch))
+def apply(root: Path, step: Step) -> None:
+    """``git apply`` the step's patch at ``root`` (``patch -p1`` where git is missing)."""
     if shutil.which("git") is None and shutil.which("patch") is not None:
-        steps = [["patch", "-p1", "--dry-run", "-i", str(patch)], ["patch", "-p1", "-s", "-i", str(patch)]]
+        commands = [["patch", "-p1", "--dry-run", "-s", "-i"], ["patch", "-p1", "-s", "-i"]]
     else:  # git apply is strict about context and whitespace; _git names git if it is missing
-        steps = [["git", "apply", "--check", str(patch)], ["git", "apply", str(patch)]]
-    for command in steps:
+        commands = [["git", "apply", "--check"], ["git", "apply"]]
+    for command in commands:
         try:
-            _run(command, root)
+            if command[0] == "git":
+                _git(*command[1:], str(step.patch), cwd=root)
+            else:
+                subprocess.run(
+                    [*command, str(step.patch)], cwd=root, check=True, capture_output=True, text=True
+                )
         except subprocess.CalledProcessError as err:
             raise RuntimeError(
-                f"{patch.name} does not apply to the installed sglang:\n{err.stdout}{err.stderr}"
+                f"{step.patch.name} does not apply after the patches before it:\n{err.stdout}{err.stderr}"
             ) from None
+
+
+def patched_tree(root: Path, upto: int | None = None, steps: list[Step] | None = None) -> Path:
+    """Lay out the installed sglang at ``root`` and apply the first ``upto`` PRs (all by default)
+    in order; return ``root / "python"`` (0 gives the installed sglang itself)."""
+    steps = (steps or series())[:upto]
+    link_tree(root)
+    materialize(root, sorted({p for s in steps for p in modified_files(s.text)}))
+    for step in steps:
+        apply(root, step)
     return root / "python"
 
 
-def run_upstream_tests(root: Path) -> subprocess.CompletedProcess:
-    """Run the patch's upstream-style tests against the patched tree at ``root``."""
+def copy_tests(root: Path, step: Step, source: Path) -> None:
+    """Put ``step``'s test files, as the patched tree at ``source`` has them, into ``root``."""
+    for rel in step.tests:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / rel, root / rel)
+
+
+def run_tests(root: Path, tests: list[str]) -> subprocess.CompletedProcess:
+    """Run upstream-style test files with pytest against the tree at ``root``."""
     env = {**os.environ, "PYTHONPATH": str(root / "python"), "TORCHDYNAMO_DISABLE": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *UPSTREAM_TESTS],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
         cwd=root, env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
 
 
-def make_work_tree(root: Path) -> None:
-    """A git repository with the touched files as the base commit and the patch applied on top."""
-    paths = touched_files()
+def registered_suites() -> set[str]:
+    """The CI suite names that the installed SGLang's ``sglang/test/ci/ci_register.py`` names
+    (``<stage>-test-<runner>``, in its code or its comments)."""
+    import sglang.test.ci.ci_register as ci_register
+
+    source = Path(ci_register.__file__).read_text()
+    return set(re.findall(r"""["']([a-z0-9]+(?:-[a-z0-9]+)*-test-[a-z0-9-]+)["']""", source))
+
+
+def registration_problems(path: Path) -> list[str]:
+    """What SGLang's CI collector (``ci_register.collect_tests``) and its suite names say of an
+    upstream test file: parse errors, no registration, no ``__main__`` entry, an unknown suite."""
+    from sglang.test.ci.ci_register import HWBackend, collect_tests
+
+    try:
+        registries = collect_tests([str(path)], sanity_check=True)
+    except (ValueError, SyntaxError) as err:
+        return [f"{path.name}: {err}"]
+    known = registered_suites()
+    problems = []
+    for entry in registries:
+        suite = entry.effective_suite
+        if entry.backend is HWBackend.CPU and suite not in known:
+            problems.append(
+                f"{path.name}: suite {suite!r} is not one the installed sglang names ({sorted(known)})"
+            )
+    if not any(r.backend is HWBackend.CPU for r in registries):
+        problems.append(f"{path.name}: no register_cpu_ci(...): the CPU CI would never run it")
+    return problems
+
+
+def custom_test_case_problems(path: Path) -> list[str]:
+    """Every test class of an upstream test file derives from SGLang's ``CustomTestCase``."""
+    tree = ast.parse(path.read_text())
+    problems = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            bases = [getattr(b, "id", getattr(b, "attr", "")) for b in node.bases]
+            if "CustomTestCase" not in bases:
+                problems.append(f"{path.name}: {node.name} derives from {bases}, not CustomTestCase")
+    return problems
+
+
+def formatter(name: str) -> list[str]:
+    """The command of one of :data:`FORMATTERS`, refused unless it is the pinned version."""
+    command = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if command is None:
+        raise RuntimeError(f"{name} is not installed: pip install {name}=={FORMATTERS[name]}")
+    version = subprocess.run([command, "--version"], capture_output=True, text=True).stdout
+    if FORMATTERS[name] not in version:
+        raise RuntimeError(f"{name} {version.strip()!r} is not {FORMATTERS[name]}, the version SGLang pins")
+    return [command]
+
+
+def _diff_old_lines(diff: str) -> set[int]:
+    """Lines of the original file that a unified diff changes."""
+    lines: set[int] = set()
+    for hunk in re.finditer(r"^@@ -(\d+)(?:,(\d+))? \+", diff, re.M):
+        start, count = int(hunk[1]), int(hunk[2] or 1)
+        lines.update(range(start, start + max(count, 1)))
+    return lines
+
+
+def format_problems(root: Path, step: Step) -> list[str]:
+    """The lines ``step`` adds, checked as SGLang's pre-commit hooks check them: black and isort
+    report no change inside them, codespell no misspelling. Lines the PR does not touch are not
+    checked (SGLang's own files are not all clean under these versions)."""
+    problems = []
+    for rel, ranges in added_lines(step.text).items():
+        path = root / rel
+        if not rel.endswith(".py"):
+            continue
+        black = subprocess.run(
+            [*formatter("black"), "--check", "--diff", "-q", *(f"--line-ranges={a}-{b}" for a, b in ranges), str(path)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if black.returncode != 0:
+            problems.append(f"{rel}: black {FORMATTERS['black']} would reformat:\n{black.stdout[-2000:]}")
+        isort = subprocess.run(
+            [*formatter("isort"), *ISORT_ARGS, "--diff", "--check-only", str(path)], capture_output=True, text=True
+        )  # fmt: skip
+        if isort.returncode not in (0, 1):
+            raise RuntimeError(f"isort failed on {rel}: {isort.stderr[-1000:]}")
+        ours = {n for a, b in ranges for n in range(a, b + 1)}
+        # isort's diff counts lines in the file it read: the patched one
+        if _diff_old_lines(isort.stdout) & ours:
+            problems.append(f"{rel}: isort {FORMATTERS['isort']} would reorder imports the PR adds")
+        lines = path.read_text().splitlines()
+        with tempfile.NamedTemporaryFile("w", suffix=".py") as added:
+            added.write("\n".join(lines[a - 1 : b][k] for a, b in ranges for k in range(b - a + 1)))
+            added.flush()
+            spell = subprocess.run(
+                [*formatter("codespell"), "-L", CODESPELL_IGNORE, added.name], capture_output=True, text=True
+            )  # fmt: skip
+        if spell.returncode != 0:
+            problems.append(f"{rel}: codespell {FORMATTERS['codespell']}: {spell.stdout.strip()}")
+    return problems
+
+
+def check_series(work: Path) -> list[str]:
+    """Every step of the series in order: the patch applies; every test file of the steps so far
+    passes; the step's own tests fail on the tree before it (each PR's tests need its change);
+    its test files register to a suite the installed sglang knows, use ``CustomTestCase``, and
+    its added lines pass the pinned formatters. Returns the problems found, one line each."""
+    steps, problems = series(), []
+    trees = {0: patched_tree(work / "step0", 0).parent}
+    for step in steps:
+        before, after = trees[step.number - 1], patched_tree(work / f"step{step.number}", step.number).parent
+        trees[step.number] = after
+        run = run_tests(after, [t for s in steps[: step.number] for t in s.tests])
+        if run.returncode != 0:
+            problems.append(f"{step.name}: the tests fail with the series up to it:\n{run.stdout[-3000:]}")
+        copy_tests(before, step, after)
+        if run_tests(before, step.tests).returncode == 0:
+            problems.append(f"{step.name}: its tests pass without its change")
+        for rel in step.tests:
+            problems += registration_problems(after / rel) + custom_test_case_problems(after / rel)
+        problems += format_problems(after, step)
+    return problems
+
+
+def make_work_tree(root: Path, upto: int | None = None) -> None:
+    """A git repository: the touched files as the base commit, then one commit per PR."""
+    steps = series()[:upto]
     link_tree(root)
+    paths = sorted({p for s in steps for p in modified_files(s.text)})
     materialize(root, paths)
     _git("init", "-q", cwd=root)
     _git("add", *paths, cwd=root)
-    _git("-c", "user.name=base", "-c", "user.email=base@invalid", "commit", "-qm", "sglang base", cwd=root)
-    _git("apply", str(PATCH), cwd=root)
-    print(f"{root}: edit the files, then: python -m tools.upstream_patch diff {root}")
+    commit = ["-c", "user.name=upstream", "-c", "user.email=upstream@invalid", "commit", "-qm"]
+    _git(*commit, "sglang base", cwd=root)
+    for step in steps:
+        apply(root, step)
+        _git("add", *modified_files(step.text), *added_files(step.text), cwd=root)
+        _git(*commit, step.name, cwd=root)
+    print(f"{root}: amend the PR commits, then: python -m tools.upstream_patch diff {root}")
 
 
-def write_patch(root: Path) -> None:
-    """Regenerate the patch from a work tree made by :func:`make_work_tree`."""
-    modified = _git("diff", "--name-only", "-z", cwd=root).stdout.split("\0")
-    untracked = _git("ls-files", "--others", "-z", cwd=root).stdout.split("\0")
-    # the tree's other files are links to the installed sglang: only real files are ours
-    ours = sorted(
-        {
-            p
-            for p in modified + untracked
-            if p.startswith(("python/", "test/")) and not (root / p).is_symlink()
-        }
-    )
-    _git("add", "-N", *ours, cwd=root)
-    PATCH.write_text(_git("diff", "--", *ours, cwd=root).stdout)
-    print(f"wrote {PATCH} ({len(ours)} files)")
+def write_patches(root: Path) -> None:
+    """Rewrite each PR's patch from the commits of a work tree made by :func:`make_work_tree`."""
+    commits = _git("rev-list", "--reverse", "HEAD", cwd=root).stdout.split()[1:]
+    steps = series()
+    if len(commits) != len(steps):
+        raise RuntimeError(f"{root}: {len(commits)} commits after the base, {len(steps)} patches")
+    for step, commit in zip(steps, commits):
+        step.patch.write_text(_git("diff", f"{commit}~1", commit, cwd=root).stdout)
+        print(f"wrote {step.patch}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["tree", "diff", "test"])
+    parser.add_argument("command", choices=["tree", "diff", "test", "format"])
     parser.add_argument("dir", nargs="?", type=Path)
+    parser.add_argument("--upto", type=int, default=None, help="apply only the first N PRs")
     args = parser.parse_args()
+    if args.command in ("tree", "diff") and args.dir is None:
+        parser.error(f"{args.command} needs DIR")
     if args.command == "tree":
-        make_work_tree(args.dir)
+        make_work_tree(args.dir, args.upto)
     elif args.command == "diff":
-        write_patch(args.dir)
+        write_patches(args.dir)
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            patched_tree(Path(tmp))
-            run = run_upstream_tests(Path(tmp))
-            print(run.stdout[-3000:], run.stderr[-2000:])
-            return run.returncode
+            if args.command == "format":
+                problems = []
+                for step in series():
+                    root = patched_tree(Path(tmp) / step.name, step.number).parent
+                    problems += format_problems(root, step)
+            else:
+                problems = check_series(Path(tmp))
+        print("\n".join(problems) or f"{args.command}: {len(series())} PRs, no problem found")
+        return 1 if problems else 0
     return 0
 
 
