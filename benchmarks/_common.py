@@ -8,14 +8,13 @@ Each script answers one question, prints a short Markdown table and writes
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
 import statistics
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+from sglang_eagle3_embed.testing.environment import environment
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -75,28 +74,6 @@ def stats(samples: Sequence[float]) -> dict:
     return {"median": statistics.median(values), "q1": q1, "q3": q3, "n": len(values)}
 
 
-def environment(device: str = "cpu") -> dict:
-    """Date, machine and versions of this run."""
-    import torch
-
-    env = {
-        "date": datetime.date.today().isoformat(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "cpu_cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "machine": platform.machine(),
-    }
-    for package in ("sglang", "transformers", "sglang_eagle3_embed"):
-        try:
-            env[package] = __import__(package).__version__
-        except Exception:  # reported, not required: a GPU result may be rendered on a bare machine
-            env[package] = None
-    if device.startswith("cuda") and torch.cuda.is_available():
-        env["gpu"] = torch.cuda.get_device_name(0)
-    return env
-
-
 def pair_folders(target: Path | None, draft: Path | None, *, gpu: bool, device: str) -> tuple[Path, Path]:
     """The folders given, else the tiny pair (GPU-sized when ``gpu``), found in or built into the cache."""
     if target and draft:
@@ -112,7 +89,7 @@ def language_prompts(target: Path, num_prompts: int, prompt_len: int, seed: int)
     target's own language (uniform tokens for another target), from ``seed``."""
     from types import SimpleNamespace
 
-    from sglang_eagle3_embed.doctor.probe import load_prompts
+    from sglang_eagle3_embed.doctor.request import load_prompts
 
     cli = dict(prompts=None, seed=seed, target=target, num_prompts=num_prompts, prompt_len=prompt_len)
     return load_prompts(SimpleNamespace(**cli))

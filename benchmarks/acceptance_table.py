@@ -2,11 +2,12 @@
 
     python -m benchmarks.acceptance_table LOGDIR [LOGDIR ...]
 
-Reads the engine results (``<name>.json`` written by ``tests/gpu/engine_run.py``; a later folder wins)
-and the offline prediction (``offline.json`` written by ``tests/gpu/test_acceptance.py``) and prints
-a Markdown table: accept lengths plugin vs stock vs offline, output tokens/s with and without
-speculation (every prompt at once, and one at a time). An engine whose process SGLang killed at
-startup leaves only its ``<name>.log``: the table shows the error line from it.
+Reads the engine results (``<name>.json`` written by ``sglang_eagle3_embed.testing.engine_run``; a
+later folder wins) and the offline prediction (``offline.json`` written by
+``tests/gpu/test_acceptance.py``) and prints a Markdown table: accept lengths plugin vs stock vs
+offline, output tokens/s with and without speculation (every prompt at once, and one at a time). An
+engine whose process SGLang killed at startup leaves only its ``<name>.log``: the table shows the
+error line from it.
 """
 
 import json

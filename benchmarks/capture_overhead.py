@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 
 from benchmarks import _common as c
-from tests.gpu import engine_run
+from sglang_eagle3_embed.testing import engine_run
 
 NAME = "capture_overhead"
 CONFIGS = ("none", "stock", "plugin")

@@ -1,6 +1,6 @@
 """The GPU benchmarks in one command on one H200: capture overhead, then speculation speedup.
 
-    python -m benchmarks.gpu_all --results $OUT    # about 8 minutes with the pair cached
+    python -m benchmarks.gpu_all --results $OUT    # the pair cached: minutes, not hours
     python -m benchmarks.gpu_all --dry-run          # the plan; needs no GPU
 
 Steps, each a subprocess with a time limit (killed with everything it started when over it):
@@ -82,7 +82,7 @@ def run(name: str, command: list[str], timeout: int, logs: Path) -> dict:
 
 def preflight() -> None:
     c.require_cuda("gpu_all.py", "or see --dry-run for its plan")
-    from sglang_eagle3_embed.cli.check import plugin_status
+    from sglang_eagle3_embed.doctor.check import plugin_status
 
     active, reason = plugin_status()
     if not active:

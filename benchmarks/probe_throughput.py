@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from benchmarks import _common as c
-from tests.gpu import engine_run
+from sglang_eagle3_embed.testing import engine_run
 
 NAME = "probe_throughput"
 
@@ -56,13 +56,15 @@ def pair_folders(args) -> tuple[Path, Path]:
 
 
 def engine_args() -> dict:
-    """The GPU tests' engine settings (tests/gpu/engine_run.py COMMON: triton attention, pytorch
-    sampling, no radix cache), without the token-ids-only flag the engine backend sets itself."""
+    """The GPU tests' engine settings (``engine_run.COMMON``: triton attention, pytorch sampling,
+    no radix cache), without the token-ids-only flag the engine backend sets itself."""
     return {k: v for k, v in engine_run.COMMON.items() if k != "skip_tokenizer_init"}
 
 
 def measure(args) -> dict:
-    from sglang_eagle3_embed.doctor.probe import load_draft, make_backend, run_probe
+    from sglang_eagle3_embed.doctor.backends import make_backend
+    from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
+    from sglang_eagle3_embed.doctor.probe import run_probe
     from sglang_eagle3_embed.doctor.wirings import candidate_wirings
 
     target, draft_dir = pair_folders(args)

@@ -13,17 +13,25 @@ server, the spread between rounds, and each one's ratio to no speculation in the
     python -m benchmarks.speedup --logs /tmp/speedup                         # on the GPU machine
     python -m benchmarks.speedup --quick --from-json results/speedup.json    # render only
 
-The client runs in this process through its own command line (``tests/gpu/server_run.run_client``:
-the same arguments as the shell command each run's log names, one import for all runs).
+The client runs in this process through its own command line
+(``sglang_eagle3_embed.testing.server_run.run_client``: the same arguments as the shell command each
+run's log names, one import for all runs), on the dataset ``server_run.write_dataset`` writes, with
+``server_run.bench_command``'s arguments.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
 from benchmarks import _common
+from sglang_eagle3_embed.testing.server_run import (
+    Server,
+    bench_command,
+    client_record,
+    run_client,
+    write_dataset,
+)
 
 NAME = "speedup"
 CONCURRENCY = (1, 4, 16, 64)
@@ -44,43 +52,6 @@ SHARED = dict(dtype="bfloat16", mem_fraction_static=0.15, max_total_tokens=32768
 """Every server's: a capped KV pool (five share the GPU), decode graphs up to the most requests in
 flight, prefill graphs up to the largest prefill here (64 prompts of 8 tokens) rather than SGLang's
 8192 tokens, which would add a minute to each start."""
-
-
-def write_dataset(
-    pair, path: Path, num_prompts: int, prompt_len: int, output_len: int, seed: int = 2026
-) -> Path:
-    """The pair's language as SGLang's ``custom`` dataset (:func:`write_custom_dataset`)."""
-    import torch
-
-    rows = pair.language.sample(num_prompts, prompt_len + output_len, torch.Generator().manual_seed(seed))
-    return write_custom_dataset(rows.tolist(), prompt_len, path)
-
-
-def write_custom_dataset(rows, prompt_len: int, path: Path) -> Path:
-    """Token-id ``rows`` as SGLang's ``custom`` dataset: one JSON line per row, a user turn (its
-    first ``prompt_len`` ids as text) and an assistant turn (the rest, whose length the client
-    takes as the output length)."""
-    from sglang_eagle3_embed.doctor.tokenizer import text_of
-
-    with open(path, "w") as f:
-        for row in rows:
-            turns = [{"content": text_of(row[:prompt_len])}, {"content": text_of(row[prompt_len:])}]
-            f.write(json.dumps({"conversations": turns}) + "\n")
-    return path
-
-
-def bench_command(port: int, dataset: Path, tokenizer: str, concurrency: int, num_prompts: int,
-                  output_len: int, out_file: Path, seed: int) -> list[str]:  # fmt: skip
-    """SGLang's client's arguments against the server on ``port``: greedy, a fixed output length
-    (EOS ignored, the client's default), ``concurrency`` requests in flight, warm-up requests first."""
-    return [
-        "--backend", "sglang", "--host", "127.0.0.1",
-        "--port", str(port), "--dataset-name", "custom", "--dataset-path", str(dataset),
-        "--tokenizer", tokenizer, "--num-prompts", str(num_prompts), "--sharegpt-output-len", str(output_len),
-        "--max-concurrency", str(concurrency), "--request-rate", "inf", "--warmup-requests", str(concurrency),
-        "--temperature", "0", "--output-file", str(out_file),
-        "--seed", str(seed), "--disable-tqdm",
-    ]  # fmt: skip
 
 
 RESULT_KEYS = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "accept_length", "completed")
@@ -153,7 +124,6 @@ def server_kwargs(config: dict, target, drafts: dict) -> dict:
 
 def measure(args) -> dict:
     from sglang_eagle3_embed.doctor.pair import GPU_PAIR, build_pair, write_config_variant
-    from tests.gpu.server_run import Server, client_record, run_client
 
     pair = build_pair(GPU_PAIR, device="cuda")
     logs = args.logs

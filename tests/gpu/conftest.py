@@ -1,4 +1,6 @@
-"""GPU end-to-end tests: `pytest -m gpu tests/gpu` on a machine with CUDA and SGLang 0.5.23."""
+"""GPU end-to-end tests: `pytest -m gpu` (or `pytest -m gpu tests/gpu`) on a machine with CUDA and
+SGLang 0.5.23. Without CUDA the test modules are not imported and the suite is one skipped test that
+says why."""
 
 import os
 import time
@@ -6,22 +8,51 @@ from pathlib import Path
 
 import pytest
 
-from tests.gpu.engine_run import collect, launch, run_pool
+from sglang_eagle3_embed.testing.engine_run import collect, launch, run_pool
 
 
-def pytest_collection_modifyitems(config, items):
+def cuda_missing() -> str | None:
+    """Why the GPU suite cannot run here, or None on a machine with a CUDA device."""
     try:
         import torch
-
-        has_cuda = torch.cuda.is_available()
     except ImportError:
-        has_cuda = False
-    if has_cuda:
-        return
-    skip = pytest.mark.skip(reason="no CUDA device: GPU end-to-end tests need an NVIDIA GPU and sglang")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+        return "torch is not installed"
+    return None if torch.cuda.is_available() else "no CUDA device"
+
+
+NO_CUDA = cuda_missing()
+
+
+class GpuSuiteSkipped(pytest.Item):
+    """The one test that stands for the whole GPU suite on a machine without CUDA."""
+
+    def runtest(self):
+        pytest.skip(f"{NO_CUDA}: the GPU suite (tests/gpu) needs an NVIDIA GPU and SGLang with its kernels")
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+class NotCollected(pytest.File):
+    """A GPU test module on a machine without CUDA: not imported, one skipped test in its place."""
+
+    def collect(self):
+        item = GpuSuiteSkipped.from_parent(self, name="the GPU suite")
+        item.add_marker(pytest.mark.gpu)
+        return [item]
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    if NO_CUDA is not None:
+        return NotCollected.from_parent(parent, path=module_path)
+    return None
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` and `-k` chose
+def pytest_collection_modifyitems(config, items):
+    """Without CUDA, one skip for the whole suite, with its reason, rather than one per test."""
+    for item in [i for i in items if isinstance(i, GpuSuiteSkipped)][1:]:
+        items.remove(item)
 
 
 @pytest.fixture(scope="session")
@@ -59,7 +90,7 @@ def run_engines(gpu_logs):
 @pytest.fixture(scope="session")
 def gpu_pair():
     """The GPU-sized tiny pair (16-layer target, draft on ids [-1, 4, 10]), trained on the GPU the
-    first time into $SGLANG_EAGLE3_EMBED_CACHE, then cached (on the CPU: about 3 min)."""
+    first time into $SGLANG_EAGLE3_EMBED_CACHE, then cached (on the CPU: minutes)."""
     import torch
 
     from sglang_eagle3_embed.doctor.pair import GPU_PAIR, build_pair

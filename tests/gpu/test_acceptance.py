@@ -5,7 +5,7 @@ with EAGLE-3. The server's measured ``spec_accept_length`` (``completion_tokens 
 ``srt/managers/tokenizer_manager.py:3166-3167``) is compared with the offline ``probe`` prediction for
 the same prompts and settings; stock SGLang is shown failing. Greedy outputs are compared exactly in
 ``test_lossless.py`` (one GPU) and ``test_multi_gpu.py`` (TP 2, DP attention). Every engine runs in its own
-process (``tests/gpu/engine_run.py``).
+process (``sglang_eagle3_embed.testing.engine_run``).
 """
 
 import json
@@ -16,14 +16,14 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import accept_mean, alike, outcome, spec, started
+from sglang_eagle3_embed.testing.engine_run import accept_mean, alike, outcome, spec, started
 
 pytestmark = pytest.mark.gpu
 OURS = "sglang_eagle3_embed"
 NUM_PROMPTS, PROMPT_LEN, NEW_TOKENS = 48, 8, 40
 BF16 = {"dtype": "bfloat16"}  # the pair is saved in float32; served in bf16, as real models are
-# accept-length runs compare no outputs: they skip the piecewise prefill CUDA graph capture (about
-# 20 s per EAGLE-3 engine); decode, verify and draft graphs stay on.
+# accept-length runs compare no outputs: they skip the piecewise prefill CUDA graph capture, the
+# slowest part of an EAGLE-3 engine's start; decode, verify and draft graphs stay on.
 NO_PREFILL_GRAPH = {"disable_prefill_cuda_graph": True}
 TRAINED = (0, 5, 11)  # capture indices of ids [-1, 4, 10]
 
@@ -65,7 +65,9 @@ def serve(gpu_pair, prompts, run_engine):
 def predicted(gpu_pair, prompts, tmp_path_factory):
     """The offline prediction (probe's scoring core, HF target on the GPU) per chain length."""
     from sglang_eagle3_embed.core.ids import stock_capture_indices
-    from sglang_eagle3_embed.doctor.probe import HFBackend, load_draft, run_probe
+    from sglang_eagle3_embed.doctor.backends import HFBackend
+    from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
+    from sglang_eagle3_embed.doctor.probe import run_probe
     from sglang_eagle3_embed.doctor.wirings import Wiring
 
     backend = HFBackend(gpu_pair.target, "cuda")
@@ -150,8 +152,8 @@ def same_as_stock(serve, name, drafts, **kwargs):
 
 
 def test_request_cap_behaves_as_in_stock_sglang(serve, drafts):
-    """With --max-running-requests 8, a one-request-at-a-time pass stalled once (see
-    docs/benchmarks.md): it must behave exactly as in stock SGLang."""
+    """With --max-running-requests 8, a one-request-at-a-time pass behaves exactly as in stock
+    SGLang (same tokens, same finish)."""
     same_as_stock(
         serve, "cap8", drafts, modes=("one-by-one",), timeout=240, max_running_requests=8, **spec(3),
     )  # fmt: skip

@@ -23,7 +23,7 @@ import sys
 import pytest
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import (
+from sglang_eagle3_embed.testing.engine_run import (
     BUNDLE,
     DET,
     accept_mean,
@@ -34,7 +34,7 @@ from tests.gpu.engine_run import (
     regime,
     spec,
 )
-from tests.gpu.server_run import run_servers
+from sglang_eagle3_embed.testing.server_run import run_servers
 from tests.support import ROOT
 
 pytestmark = pytest.mark.gpu
@@ -164,7 +164,7 @@ def test_stock_serves_its_defaults_for_top_level_ids(runs):
     print(
         f"Kimi-K2.5 stock top-level: measured {measured:.3f}, probe under its defaults {predicted[DEFAULTS]:.3f}"
     )
-    # as on the DeepSeek pair (test_acceptance.py): the server measures about 10% above the
-    # probe for this wiring; far from the trained wiring's figure either way
+    # as on the DeepSeek pair (test_acceptance.py): the server measures somewhat above the probe
+    # for this wiring; far from the trained wiring's figure either way
     assert abs(measured - predicted[DEFAULTS]) <= 0.25 * predicted[DEFAULTS]
     assert measured <= 0.6 * accept_mean(plugin["accept_length"])

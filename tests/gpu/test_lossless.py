@@ -32,7 +32,7 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import DET, TILE, differences, finished, regime, spec
+from sglang_eagle3_embed.testing.engine_run import DET, TILE, differences, finished, regime, spec
 
 pytestmark = pytest.mark.gpu
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from tests.gpu.engine_run import (
+from sglang_eagle3_embed.testing.engine_run import (
     DET,
     accept_mean,
     alike,
@@ -27,7 +27,7 @@ from tests.gpu.engine_run import (
     spec,
     started,
 )
-from tests.gpu.engine_run import finished as engine_finished
+from sglang_eagle3_embed.testing.engine_run import finished as engine_finished
 
 pytestmark = pytest.mark.gpu
 

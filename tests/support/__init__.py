@@ -1,4 +1,5 @@
-"""Test support: strategies, tiny SGLang models, rule examples, the plugin probe."""
+"""Test support: strategies, tiny SGLang models and HF references, the plugin probe. (The rule examples
+and the stand-in HTTP server are in the harness, ``sglang_eagle3_embed.testing``.)"""
 
 from pathlib import Path
 

@@ -7,14 +7,25 @@ reaches on some paths) count as much as those at the top of a module:
    sglang, directly or through another module of the package;
 2. a server process, which loads ``sglang_eagle3_embed.plugin:register`` and whatever it pulls in,
    imports nothing of the wiring doctor or the command line;
-3. the package (the doctor included) never imports test, tool or benchmark code.
+3. the package (the doctor and the harness included) never imports test, tool or benchmark code;
+4. the test and benchmark harness (``sglang_eagle3_embed.testing``) is imported by nothing else of
+   the package: a server never reaches it (rule 2 too), and the core, the glue, the doctor and the
+   command line never import it (the harness may import the core and the doctor);
+5. nothing outside ``tests/`` (the package, ``benchmarks/``, ``tools/``, ``examples/``) imports
+   ``tests``;
+6. ``tests/`` never imports ``benchmarks``, except the benchmarks' own tests
+   (``tests/integration/benchmarks/``: they exist to run and import the benchmark scripts). The
+   tests that need what a benchmark uses import it from the harness, as the benchmark does;
+7. nothing edits ``sys.path``: every import resolves by its package name.
 
-``test_the_contract_catches_a_planted_import`` shows each rule failing on a planted violation.
+``test_the_contract_catches_a_planted_import`` shows rules 1-6 failing on planted violations,
+``test_a_planted_sys_path_edit_is_found`` rule 7.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -25,8 +36,13 @@ PACKAGE = "sglang_eagle3_embed"
 HEAVY = {"torch", "sglang", "transformers", "safetensors"}
 PURE = (f"{PACKAGE}.core", f"{PACKAGE}.activation")  # and the package's own __init__
 SERVER_ENTRY = f"{PACKAGE}.plugin"
-NOT_IN_A_SERVER = (f"{PACKAGE}.doctor", f"{PACKAGE}.cli")
+HARNESS = f"{PACKAGE}.testing"
+NOT_IN_A_SERVER = (f"{PACKAGE}.doctor", f"{PACKAGE}.cli", HARNESS)
 OUTSIDE = ("tests", "tools", "benchmarks")
+SCANNED = (PACKAGE, "tests", "benchmarks", "tools", "examples")
+"""The top-level folders whose every Python file the contract reads."""
+BENCHMARK_TESTS = "tests.integration.benchmarks"
+"""The one part of the tests that imports ``benchmarks`` (rule 6)."""
 
 
 def module_name(path: Path) -> str:
@@ -52,12 +68,20 @@ def imports_of(source: str, name: str, is_package: bool) -> set[str]:
     return found
 
 
+def sources_of(tops=(PACKAGE,)) -> dict[str, tuple[str, bool]]:
+    """Module -> (its source, whether it is a package's ``__init__``), for every Python file under
+    the top-level folders ``tops``."""
+    return {
+        module_name(p): (p.read_text(), p.name == "__init__.py")
+        for top in tops
+        for p in (ROOT / top).rglob("*.py")
+    }
+
+
 def package_graph(sources: dict[str, tuple[str, bool]] | None = None) -> dict[str, set[str]]:
-    """Module -> the modules it imports, for every module of the package."""
+    """Module -> the modules it imports, for every module of ``sources`` (the package's by default)."""
     if sources is None:
-        sources = {
-            module_name(p): (p.read_text(), p.name == "__init__.py") for p in (ROOT / PACKAGE).rglob("*.py")
-        }
+        sources = sources_of()
     return {name: imports_of(text, name, is_package) for name, (text, is_package) in sources.items()}
 
 
@@ -89,6 +113,10 @@ def chain(seen: dict[str, str], module: str) -> str:
 
 
 def violations(graph: dict[str, set[str]], outside_names: set[str]) -> list[str]:
+    """Every broken rule, one line each. ``graph`` holds the package's modules and may hold those of
+    the other scanned folders (rules 5 and 6)."""
+    others = {m: imported for m, imported in graph.items() if not within(m, (PACKAGE,))}
+    graph = {m: imported for m, imported in graph.items() if within(m, (PACKAGE,))}
     found = []
     for module in graph:
         if module != PACKAGE and not within(module, PURE):
@@ -106,6 +134,17 @@ def violations(graph: dict[str, set[str]], outside_names: set[str]) -> list[str]
         bad = sorted(i for i in imported if i.split(".")[0] in OUTSIDE or i.split(".")[0] in outside_names)
         if bad:
             found.append(f"{module} imports test, tool or benchmark code: {bad}")
+    for module, imported in graph.items():
+        harness = sorted(i for i in imported if within(i, (HARNESS,)))
+        if harness and not within(module, (HARNESS,)):
+            found.append(f"{module} imports the test harness: {harness}")
+    for module, imported in others.items():
+        tests = sorted(i for i in imported if within(i, ("tests",)))
+        if tests and not within(module, ("tests",)):
+            found.append(f"{module} imports the tests package: {tests}")
+        benchmarks = sorted(i for i in imported if within(i, ("benchmarks",)))
+        if benchmarks and within(module, ("tests",)) and not within(module, (BENCHMARK_TESTS,)):
+            found.append(f"{module} imports benchmark code: {benchmarks}")
     return found
 
 
@@ -114,10 +153,55 @@ def outside_module_names() -> set[str]:
     return {p.stem for top in OUTSIDE for p in (ROOT / top).rglob("*.py") if p.stem != "__init__"}
 
 
-def test_the_package_keeps_the_import_contract():
-    graph = package_graph()
-    assert f"{PACKAGE}.core.rules" in graph and f"{PACKAGE}.doctor.probe" in graph  # the walk saw them
+@functools.cache
+def repository_graph() -> dict[str, set[str]]:
+    """The graph of every scanned folder, read once for the tests below (which copy it)."""
+    return package_graph(sources_of(SCANNED))
+
+
+def test_the_repository_keeps_the_import_contract():
+    graph = repository_graph()
+    for seen in (f"{PACKAGE}.core.rules", f"{PACKAGE}.doctor.probe", f"{HARNESS}.engine_run",
+                 "benchmarks.speedup", "tools.validation_docs", "tests.gpu.test_lossless"):  # fmt: skip
+        assert seen in graph, seen  # the walk saw them
     assert violations(graph, outside_module_names()) == []
+
+
+def test_the_benchmark_tests_are_the_one_part_of_the_tests_that_imports_benchmarks():
+    """Rule 6's exception is in use (else it should go), and by nothing else of the tests."""
+    graph = package_graph(sources_of(("tests",)))
+    importers = {m for m, imported in graph.items() if any(within(i, ("benchmarks",)) for i in imported)}
+    assert importers and all(within(m, (BENCHMARK_TESTS,)) for m in importers), importers
+
+
+def path_edits(source: str) -> list[int]:
+    """Lines that change ``sys.path`` (a call of one of its methods that add or remove, or an
+    assignment to it): imports resolve by package name, never by a path put first."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        target = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("insert", "append", "extend", "remove", "pop", "clear"):
+                target = node.func.value
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            target = next((t.value if isinstance(t, ast.Subscript) else t for t in targets), None)
+        if target is not None and ast.unparse(target) == "sys.path":
+            found.append(node.lineno)
+    return found
+
+
+def test_nothing_edits_sys_path():
+    edits = {m: lines for m, (text, _) in sources_of(SCANNED).items() if (lines := path_edits(text))}
+    assert edits == {}
+
+
+@pytest.mark.parametrize(
+    "line", ["sys.path.insert(0, str(folder))", "sys.path += ['x']", "sys.path[:0] = ['x']", "sys.path = []"]
+)
+def test_a_planted_sys_path_edit_is_found(line):
+    assert path_edits("import sys\n\ndef f(folder):\n    " + line + "\n") == [4]
+    assert path_edits("import sys\npath = list(sys.path)\nok = sys.path == path\n") == []
 
 
 def test_a_server_reaches_the_glue_lazily_imported_by_the_hooks():
@@ -150,16 +234,67 @@ PLANTED = {
         "from tests.support import rule_examples\n",
         "imports test, tool or benchmark code: ['tests.support'",
     ),
+    "the harness imports a test helper": (
+        f"{HARNESS}.server_run",
+        "def f():\n    from tests.support import ROOT\n",
+        f"{HARNESS}.server_run imports test, tool or benchmark code: ['tests.support'",
+    ),
+    "a hook reaches the harness lazily": (
+        f"{PACKAGE}.patch.model_architecture",
+        "def f():\n    from sglang_eagle3_embed.testing import engine_run\n",
+        f"a server imports {HARNESS}.engine_run",
+    ),
+    "the core imports the harness (relative import)": (
+        f"{PACKAGE}.core.rules",
+        "from ..testing import rule_examples\n",
+        f"{PACKAGE}.core.rules imports the test harness: ['{HARNESS}', '{HARNESS}.rule_examples']",
+    ),
+    "the doctor imports the harness": (
+        f"{PACKAGE}.doctor.probe",
+        "def f():\n    import sglang_eagle3_embed.testing.stand_in_server\n",
+        f"{PACKAGE}.doctor.probe imports the test harness: ['{HARNESS}.stand_in_server']",
+    ),
+    "the command line imports the harness": (
+        f"{PACKAGE}.cli",
+        "from sglang_eagle3_embed.testing.rule_examples import EXAMPLES\n",
+        f"{PACKAGE}.cli imports the test harness",
+    ),
+    "the activation state imports the harness": (
+        f"{PACKAGE}.activation",
+        "from sglang_eagle3_embed.testing import environment\n",
+        f"{PACKAGE}.activation imports the test harness",
+    ),
+    "a benchmark imports the tests package": (
+        "benchmarks.speedup",
+        "from tests.support import ROOT\n",
+        "benchmarks.speedup imports the tests package: ['tests.support'",
+    ),
+    "a tool imports a test module lazily": (
+        "tools.validation_docs",
+        "def f():\n    import tests.support.strategies\n",
+        "tools.validation_docs imports the tests package: ['tests.support.strategies']",
+    ),
+    "an integration test imports a benchmark": (
+        "tests.integration.gpu.test_serving_client",
+        "from benchmarks.speedup import CONFIGS\n",
+        "tests.integration.gpu.test_serving_client imports benchmark code: ['benchmarks.speedup'",
+    ),
+    "a GPU test imports a benchmark lazily": (
+        "tests.gpu.test_load_faults",
+        "def f():\n    from benchmarks import _common\n",
+        "tests.gpu.test_load_faults imports benchmark code: ['benchmarks', 'benchmarks._common']",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", list(PLANTED))
 def test_the_contract_catches_a_planted_import(case):
     module, line, expected = PLANTED[case]
-    sources = {
-        module_name(p): (p.read_text(), p.name == "__init__.py") for p in (ROOT / PACKAGE).rglob("*.py")
-    }
-    text, is_package = sources[module]
-    sources[module] = (text + "\n" + line, is_package)
-    found = violations(package_graph(sources), outside_module_names())
+    graph, outside_names = dict(repository_graph()), outside_module_names()
+    assert not any(expected in v for v in violations(graph, outside_names))
+    path = ROOT / (module.replace(".", "/") + ".py")
+    is_package = not path.exists()
+    text = (path.with_suffix("") / "__init__.py" if is_package else path).read_text()
+    graph[module] = imports_of(text + "\n" + line, module, is_package)
+    found = violations(graph, outside_names)
     assert any(expected in v for v in found), found

@@ -182,7 +182,7 @@ def test_speedup_servers_resolve_in_sglang(tmp_path):
     from sglang.srt.server_args import ServerArgs
 
     from benchmarks import speedup as sp
-    from tests.support.rule_examples import Scenario, materialize
+    from sglang_eagle3_embed.testing.rule_examples import Scenario, materialize
 
     materialize(Scenario(), tmp_path)  # an 8-layer DeepSeek-V3 target and a [-1, 2, 4] draft
     drafts = {"nested": tmp_path / "draft", "top-level": tmp_path / "draft"}
@@ -215,7 +215,7 @@ def test_gpu_capture_workers_resolve_in_sglang(tmp_path):
     from sglang.srt.server_args import ServerArgs
 
     from benchmarks import capture_overhead as co
-    from tests.support.rule_examples import Scenario, materialize
+    from sglang_eagle3_embed.testing.rule_examples import Scenario, materialize
 
     materialize(Scenario(), tmp_path)  # an 8-layer DeepSeek-V3 config in tmp_path / "target"
     args = SimpleNamespace(batch=16, seq=128, decode_steps=16)
@@ -366,35 +366,45 @@ def test_step_times_launches_pass_the_plugins_checks(model, tmp_path):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
 
 
-def test_sglangs_client_reads_the_pairs_language_as_its_custom_dataset(tiny_pair, tmp_path):
-    """The serving benchmark's prompts go through SGLang's own ``custom`` dataset loader with the
-    pair's tokenizer: every prompt keeps its length, every output has the asked length."""
-    from argparse import Namespace
+def scenario_result() -> dict:
+    """One server's ``load_run.scenario`` result, as the stand-in run of
+    ``tests/integration/gpu/test_serving_client.py`` gives it (two levels, a burst of 8)."""
+    from sglang_eagle3_embed.testing import load_run
 
-    from sglang.benchmark.datasets.custom import CustomDataset
-    from transformers import AutoTokenizer
+    idle = {"num_used_tokens": 0, "num_running_reqs": 0, "num_waiting_reqs": 0}
+    phases = [
+        {"round": r, "concurrency": c, "stream": s, "completed": load_run.requests(c), "output_throughput": 90.0 * c,
+         "median_ttft_ms": 4.0, "p99_ttft_ms": 9.0, "median_tpot_ms": 1.0, "p99_tpot_ms": 2.0, **idle,
+         "free_mb": 1000.0 - r}
+        for r in (1, 2) for c in (1, 4) for s in (True, False)
+    ]  # fmt: skip
+    answers = {
+        "disconnect": {"events_read": 3}, "abort": {"status": 200, "finish": "abort", "tokens": 3},
+        "over-context": {"status": 400, "message": "too long"},
+        **{f"invalid-{k}": {"status": 400, "message": "bad"} for k in load_run.INVALID},
+        "burst": {"sent": 8, "whole": 8, "statuses": [200]},
+    }  # fmt: skip
+    same = {"outputs": [[5, 6]], "accept_length": [2.0]}
+    return {
+        "idle": {**idle, "free_mb": 1000.0}, "phases": phases, "end": {**idle, "free_mb": 998.0},
+        "faults": {name: {**answers[name], "after": idle} for name in load_run.FAULTS},
+        "before": same, "after": same,
+    }  # fmt: skip
 
-    from benchmarks.speedup import write_dataset
 
-    path = write_dataset(tiny_pair, tmp_path / "language.jsonl", num_prompts=12, prompt_len=8, output_len=16)
-    args = Namespace(dataset_path=str(path), num_prompts=12, sharegpt_output_len=16, sharegpt_context_len=None,
-                     prompt_suffix="", apply_chat_template=False)  # fmt: skip
-    rows = CustomDataset.from_args(args).load(AutoTokenizer.from_pretrained(tiny_pair.target))
-    assert len(rows) == 12 and {(r.prompt_len, r.output_len) for r in rows} == {(8, 16)}
+def test_load_renders_the_summary_of_the_scenario(tmp_path):
+    """``benchmarks/load.py`` renders what the GPU test writes: ``load_run.summary`` of each
+    server's scenario, or its error."""
+    from sglang_eagle3_embed.testing import load_run
 
-
-def test_sglangs_client_accepts_the_benchmark_command(monkeypatch, tmp_path):
-    import sglang.benchmark.serving as client
-
-    from benchmarks.speedup import bench_command
-
-    seen = {}
-    monkeypatch.setattr(client, "run_benchmark", lambda args: seen.update(vars(args)))
-    command = bench_command(31000, tmp_path / "d.jsonl", "/tok", 16, 64, 40, tmp_path / "o.jsonl", seed=2)
-    monkeypatch.setattr(sys, "argv", ["serving", *command])
-    client.cli_main()
-    assert seen["dataset_name"] == "custom" and seen["max_concurrency"] == 16 and seen["port"] == 31000
-    assert seen["sharegpt_output_len"] == 40 and not seen["disable_ignore_eos"] and seen["temperature"] == 0
+    runs = {load_run.PLUGIN: {"after": scenario_result()}, load_run.STOCK: {"error": "RuntimeError: boom"}}
+    saved = tmp_path / "load_faults.json"
+    saved.write_text(json.dumps({"servers": load_run.summary(runs), "env": {"date": "2026-12-01"}}))
+    out = bench("load.py", "--quick", "--from-json", saved, "--results", tmp_path).stdout
+    assert (tmp_path / "load_faults.png").read_bytes()[:8] == PNG
+    assert "| plugin | 4 | no | 32 |" in out and "| plugin | 1 | yes | 32 |" in out
+    assert "| burst | sent 8, whole 8, statuses [200]; KV after 0 |" in out
+    assert "| same tokens before and after | yes |" in out
 
 
 def test_speedup_renders_medians_spread_and_ratios(tmp_path):

@@ -1,8 +1,9 @@
 """SGLang's own serving client, run in this process by the GPU harness (``server_run.run_client``)
 with the arguments of the speed benchmark and of the load test, against an in-process server that
-answers as ``launch_server`` does (``tests/support/stand_in_server.py``): the arguments are the
+answers as ``launch_server`` does (``stand_in_server``): the arguments are the
 client's, the client reads the pair's tokenizer and datasets, and its record comes back. On the GPU
-the same runs go to SGLang's server."""
+the same runs go to SGLang's server. The datasets the client reads (``server_run.write_dataset``) and
+the speed run's arguments (``server_run.bench_command``) are the ones ``benchmarks/speedup.py`` uses."""
 
 import json
 import subprocess
@@ -11,11 +12,17 @@ import threading
 
 import pytest
 
-from benchmarks.speedup import bench_command, write_dataset
-from tests.gpu import load_run
-from tests.gpu.server_run import Server, client_command, client_record, run_client
+from sglang_eagle3_embed.testing import load_run
+from sglang_eagle3_embed.testing.server_run import (
+    Server,
+    bench_command,
+    client_command,
+    client_record,
+    run_client,
+    write_dataset,
+)
+from sglang_eagle3_embed.testing.stand_in_server import ACCEPT_LENGTH, StandIn, serving
 from tests.support import ROOT
-from tests.support.stand_in_server import ACCEPT_LENGTH, StandIn, serving
 
 
 def test_the_speed_benchmarks_run_reads_the_pairs_language_and_reports(tiny_pair, tmp_path):
@@ -54,23 +61,22 @@ def test_a_client_run_that_fails_raises_with_its_output(tmp_path):
 
 
 HIDE_DATASETS = """
-import importlib.machinery, sys
+import importlib.util, sys
 
-class HideDatasets:  # as on the GPU bundle: no datasets library, except a stand-in put on the path
+class HideDatasets:  # as on the GPU bundle: no datasets library
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] != "datasets":
-            return None
-        stand_ins = [p for p in sys.path if "datasets-stand-in" in p]
-        spec = importlib.machinery.PathFinder.find_spec(name, stand_ins) if stand_ins else None
-        if spec is None:
+        if name.split(".")[0] == "datasets":
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return spec
+        return None
 
 sys.meta_path.insert(0, HideDatasets())
-from tests.gpu.server_run import serving_client
+path = list(sys.path)
+from sglang_eagle3_embed.testing.server_run import serving_client
 client = serving_client()
 import datasets
-print(client.__name__, datasets.__file__)
+print(client.__name__, "|", datasets.__doc__, "|", importlib.util.find_spec("datasets").name)
+added = [p for p in sys.path if p not in path]  # importing the client adds a folder of cutlass's
+print("file-backed" if getattr(datasets, "__file__", None) else "registered", [p for p in added if "datasets" in p])
 try:
     datasets.load_dataset("sharegpt")
 except RuntimeError as err:
@@ -79,15 +85,18 @@ except RuntimeError as err:
 
 
 def test_the_client_imports_where_the_datasets_library_is_absent():
+    """The stand-in is registered as the ``datasets`` module (no folder goes on the path); it refuses
+    hub datasets with a clear error, and ``find_spec`` (which transformers asks) still answers."""
     run = subprocess.run([sys.executable, "-c", HIDE_DATASETS], capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "sglang.benchmark.serving" in run.stdout and "datasets-stand-in" in run.stdout
+    assert "sglang.benchmark.serving | Stand-in for the datasets library" in run.stdout
+    assert "| datasets\nregistered []\n" in run.stdout
     assert "the datasets library is not installed" in run.stdout
 
 
-def test_the_load_scenario_runs_end_to_end_and_its_figures_render(tiny_pair, tmp_path, monkeypatch):
-    """``load_run.scenario`` (fewer levels, a smaller burst) against the stand-in, then
-    ``benchmarks/load.py`` renders the summary the GPU test writes."""
+def test_the_load_scenario_runs_end_to_end_and_sums_up(tiny_pair, tmp_path, monkeypatch):
+    """``load_run.scenario`` (fewer levels, a smaller burst) against the stand-in, and the summary
+    the GPU test writes from it (``benchmarks/load.py`` renders it: its test there)."""
     monkeypatch.setattr(load_run, "CONCURRENCY", (1, 4))
     monkeypatch.setattr(load_run, "BURST", 8)
     readings = iter(range(10_000, 0, -10))
@@ -107,13 +116,35 @@ def test_the_load_scenario_runs_end_to_end_and_its_figures_render(tiny_pair, tmp
     )
 
     runs = {load_run.PLUGIN: {"after": result}, load_run.STOCK: {"error": "RuntimeError: boom"}}
-    saved = tmp_path / "load_faults.json"
-    saved.write_text(json.dumps({"servers": load_run.summary(runs), "env": {"date": "2026-12-01"}}))
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.load", "--quick", "--from-json", saved, "--results", tmp_path],
-        capture_output=True, text=True, cwd=ROOT, check=True,
-    ).stdout  # fmt: skip
-    assert (tmp_path / "load_faults.png").read_bytes()[:4] == b"\x89PNG"
-    assert "| plugin | 4 | no | 32 |" in out and "| plugin | 1 | yes | 32 |" in out
-    assert "| burst | sent 8, whole 8, statuses [200]; KV after 0 |" in out
-    assert "| same tokens before and after | yes |" in out
+    summary = json.loads(json.dumps(load_run.summary(runs)))  # as the GPU test writes it
+    assert summary[load_run.STOCK] == {"error": "RuntimeError: boom"}
+    plugin = summary[load_run.PLUGIN]
+    assert plugin["phases"] == result["phases"] and plugin["faults"] == result["faults"]
+    assert plugin["same_outputs"] and plugin["accept_length"]["after"] == [ACCEPT_LENGTH] * 2
+
+
+def test_sglangs_client_reads_the_pairs_language_as_its_custom_dataset(tiny_pair, tmp_path):
+    """The speed runs' prompts go through SGLang's own ``custom`` dataset loader with the pair's
+    tokenizer: every prompt keeps its length, every output has the asked length."""
+    from argparse import Namespace
+
+    from sglang.benchmark.datasets.custom import CustomDataset
+    from transformers import AutoTokenizer
+
+    path = write_dataset(tiny_pair, tmp_path / "language.jsonl", num_prompts=12, prompt_len=8, output_len=16)
+    args = Namespace(dataset_path=str(path), num_prompts=12, sharegpt_output_len=16, sharegpt_context_len=None,
+                     prompt_suffix="", apply_chat_template=False)  # fmt: skip
+    rows = CustomDataset.from_args(args).load(AutoTokenizer.from_pretrained(tiny_pair.target))
+    assert len(rows) == 12 and {(r.prompt_len, r.output_len) for r in rows} == {(8, 16)}
+
+
+def test_sglangs_client_accepts_the_speed_runs_command(monkeypatch, tmp_path):
+    import sglang.benchmark.serving as client
+
+    seen = {}
+    monkeypatch.setattr(client, "run_benchmark", lambda args: seen.update(vars(args)))
+    command = bench_command(31000, tmp_path / "d.jsonl", "/tok", 16, 64, 40, tmp_path / "o.jsonl", seed=2)
+    monkeypatch.setattr(sys, "argv", ["serving", *command])
+    client.cli_main()
+    assert seen["dataset_name"] == "custom" and seen["max_concurrency"] == 16 and seen["port"] == 31000
+    assert seen["sharegpt_output_len"] == 40 and not seen["disable_ignore_eos"] and seen["temperature"] == 0

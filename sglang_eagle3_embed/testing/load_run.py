@@ -1,5 +1,5 @@
-"""Load and faults against one ``launch_server`` process: the scenario of ``test_load_faults.py``,
-whose result ``benchmarks/load.py`` renders.
+"""Load and faults against one ``launch_server`` process: the scenario of
+``tests/gpu/test_load_faults.py``, whose result ``benchmarks/load.py`` renders.
 
 Per server, alone on the GPU (a file lock; the ``ready`` barrier waits until every server of the
 run has started, and again until every one has finished, so that no other server's start or stop
@@ -85,7 +85,7 @@ def settle(server, timeout: float = 60) -> dict:
 
 
 def load_phase(server, target, concurrency: int, stream: bool, logs: Path) -> dict:
-    from tests.gpu.server_run import client_record, run_client
+    from sglang_eagle3_embed.testing.server_run import client_record, run_client
 
     out = logs / f"{server.name}-load-{concurrency}-{'stream' if stream else 'whole'}.jsonl"
     command = load_command(server.port, target, concurrency, stream, out)

@@ -1,11 +1,11 @@
-"""The load scenario's ordering (``tests/gpu/load_run.py``), with its client runs and faults
-replaced: each server measures alone, and none stops before every one has measured (a stopping
-server frees GPU memory, which would hide another's leak)."""
+"""The load scenario's ordering (``sglang_eagle3_embed.testing.load_run``), with its client runs and
+faults replaced: each server measures alone, and none stops before every one has measured (a
+stopping server frees GPU memory, which would hide another's leak)."""
 
 import threading
 import time
 
-from tests.gpu import load_run
+from sglang_eagle3_embed.testing import load_run
 
 
 class Idle:

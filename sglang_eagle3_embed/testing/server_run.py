@@ -10,28 +10,33 @@ the same result layout as ``engine_run`` so that the same comparisons apply.
 ``run_client`` runs SGLang's own serving client (``python -m sglang.benchmark.serving``) in this
 process against such a server; ``client_record`` reads what it wrote.
 
-``cli_args`` is pure (unit-tested on the CPU, ``tests/unit/gpu/test_server_run.py``);
-the HTTP side and the client runs are tested against ``tests/support/stand_in_server.py``.
+``write_custom_dataset`` and ``write_dataset`` write token rows (the pair's language) as the
+client's ``custom`` dataset; ``bench_command`` is the client's command line for one speed run of
+``benchmarks/speedup.py``.
+
+``cli_args`` is pure (unit-tested on the CPU, ``tests/unit/testing/test_server_run.py``);
+the HTTP side and the client runs are tested against ``stand_in_server``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import json
 import os
 import shlex
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+import types
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests.gpu.engine_run import BUNDLE, CRASH_DIAGNOSTICS_OFF, free_port, summarize
+from sglang_eagle3_embed.testing.engine_run import BUNDLE, CRASH_DIAGNOSTICS_OFF, free_port, summarize
 
 
 def cli_args(kwargs: dict) -> list[str]:
@@ -176,28 +181,35 @@ class Server:
         self.stop()
 
 
-DATASETS_STUB = '''"""Stand-in for the datasets library, absent here: SGLang's serving client imports it for hub
-datasets; the custom and random-ids datasets never call it."""
+DATASETS_ABSENT = "the datasets library is not installed on this machine; use a local dataset"
 
 
-def load_dataset(*args, **kwargs):
-    raise RuntimeError("the datasets library is not installed on this machine; use a local dataset")
-'''
+def datasets_stand_in() -> types.ModuleType:
+    """A ``datasets`` module whose ``load_dataset`` refuses with :data:`DATASETS_ABSENT`: SGLang's
+    serving client imports the library for hub datasets, the ``custom`` and ``random-ids``
+    datasets never call it."""
+    module = types.ModuleType("datasets", "Stand-in for the datasets library, absent here.")
+    # a spec, so that importlib.util.find_spec("datasets") answers instead of raising
+    module.__spec__ = importlib.machinery.ModuleSpec("datasets", None)
+
+    def load_dataset(*args, **kwargs):
+        raise RuntimeError(DATASETS_ABSENT)
+
+    module.load_dataset = load_dataset
+    return module
+
 
 _CLIENT = threading.Lock()
 
 
 def serving_client():
     """SGLang's serving client, ``sglang.benchmark.serving``. Where the ``datasets`` library is
-    absent (the offline GPU bundle), a stand-in that refuses hub datasets goes first on the path:
-    the client's dataset registry imports the library, the ``custom`` and ``random-ids`` datasets
-    never call it."""
+    absent (the offline GPU bundle), :func:`datasets_stand_in` is registered as ``datasets``
+    first: the client's dataset registry imports the library."""
     try:
         import datasets  # noqa: F401
     except ImportError:
-        folder = Path(tempfile.mkdtemp(prefix="datasets-stand-in-"))
-        (folder / "datasets.py").write_text(DATASETS_STUB)
-        sys.path.insert(0, str(folder))
+        sys.modules["datasets"] = datasets_stand_in()
     import sglang.benchmark.serving as client
 
     return client
@@ -233,6 +245,44 @@ def client_record(out_file: Path, keys) -> dict:
     """``keys`` of the last record SGLang's serving client appended to its ``--output-file``."""
     record = json.loads(Path(out_file).read_text().strip().splitlines()[-1])
     return {k: record.get(k) for k in keys}
+
+
+def write_dataset(
+    pair, path: Path, num_prompts: int, prompt_len: int, output_len: int, seed: int = 2026
+) -> Path:
+    """The pair's language as SGLang's ``custom`` dataset (:func:`write_custom_dataset`)."""
+    import torch
+
+    rows = pair.language.sample(num_prompts, prompt_len + output_len, torch.Generator().manual_seed(seed))
+    return write_custom_dataset(rows.tolist(), prompt_len, path)
+
+
+def write_custom_dataset(rows, prompt_len: int, path: Path) -> Path:
+    """Token-id ``rows`` as SGLang's ``custom`` dataset: one JSON line per row, a user turn (its
+    first ``prompt_len`` ids as text) and an assistant turn (the rest, whose length the client
+    takes as the output length)."""
+    from sglang_eagle3_embed.doctor.tokenizer import text_of
+
+    with open(path, "w") as f:
+        for row in rows:
+            turns = [{"content": text_of(row[:prompt_len])}, {"content": text_of(row[prompt_len:])}]
+            f.write(json.dumps({"conversations": turns}) + "\n")
+    return path
+
+
+def bench_command(port: int, dataset: Path, tokenizer: str, concurrency: int, num_prompts: int,
+                  output_len: int, out_file: Path, seed: int) -> list[str]:  # fmt: skip
+    """SGLang's client's arguments against the server on ``port``, on a ``custom`` dataset: greedy,
+    a fixed output length (EOS ignored, the client's default), ``concurrency`` requests in flight,
+    warm-up requests first."""
+    return [
+        "--backend", "sglang", "--host", "127.0.0.1",
+        "--port", str(port), "--dataset-name", "custom", "--dataset-path", str(dataset),
+        "--tokenizer", tokenizer, "--num-prompts", str(num_prompts), "--sharegpt-output-len", str(output_len),
+        "--max-concurrency", str(concurrency), "--request-rate", "inf", "--warmup-requests", str(concurrency),
+        "--temperature", "0", "--output-file", str(out_file),
+        "--seed", str(seed), "--disable-tqdm",
+    ]  # fmt: skip
 
 
 def run_job(server: Server, job: dict, timeout: float) -> dict:

@@ -1,5 +1,5 @@
 """An in-process HTTP server that answers as SGLang's ``launch_server`` does, for the endpoints the
-GPU harness (``tests/gpu/server_run.py``) and SGLang's serving client use: ``/health``,
+GPU harness (``server_run``) and SGLang's serving client use: ``/health``,
 ``/v1/models``, ``/server_info``, ``/v1/loads``, ``/abort_request`` and ``/generate`` (token ids
 or text, batched or not, streamed as server-sent events or whole). It generates nothing real:
 each output repeats the prompt's last token (or word), so that the callers' plumbing is tested

@@ -1,15 +1,17 @@
-"""The GPU tests' pure helpers (``tests/gpu/engine_run.py``): where an output first leaves its
-reference, and which output tokens plain decoding and speculation must agree on (the exact GPU
-tests rely on these); what stopped a failed engine; and a free port for each engine."""
+"""The engine harness's pure helpers (``sglang_eagle3_embed.testing.engine_run``): where an output
+first leaves its reference, and which output tokens plain decoding and speculation must agree on
+(the exact GPU tests rely on these); what stopped a failed engine; a free port for each engine; and
+the command an engine process is started with."""
 
 import random
 import socket
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.gpu.engine_run import (
+from sglang_eagle3_embed.testing.engine_run import (
     DERIVED_PORTS,
     TILE,
     accept_mean,
@@ -158,3 +160,22 @@ def test_accept_mean_skips_missing_figures_and_refuses_none_at_all():
     assert accept_mean([3.0, None, 2.0]) == 2.5
     with pytest.raises(AssertionError, match="no spec_accept_length"):
         accept_mean([None, None])
+
+
+def test_an_engine_process_runs_this_module_from_the_folder_the_package_came_from(tmp_path, monkeypatch):
+    """``launch`` starts ``python -m sglang_eagle3_embed.testing.engine_run`` where that name
+    imports this very file (no checkout on the path needed), in its own session."""
+    import subprocess
+    import sys
+
+    from sglang_eagle3_embed.testing import engine_run
+
+    seen = {}
+    monkeypatch.setattr(subprocess, "Popen", lambda command, **kwargs: seen.update(command=command, **kwargs))
+    engine_run.launch("e", {"engine": {"port": 1}}, tmp_path)
+    assert seen["command"][:3] == [sys.executable, "-m", "sglang_eagle3_embed.testing.engine_run"]
+    assert seen["command"][3] == str(tmp_path / "e.json")
+    assert (Path(seen["cwd"]) / "sglang_eagle3_embed" / "testing" / "engine_run.py").samefile(
+        engine_run.__file__
+    )
+    assert seen["start_new_session"] and seen["env"]["SGLANG_PYSPY_DUMP_BEFORE_CRASH"] == "0"

@@ -9,7 +9,7 @@ import itertools
 import pytest
 import torch
 
-from tests.gpu import load_run
+from sglang_eagle3_embed.testing import load_run
 from tests.gpu import test_acceptance as acceptance
 from tests.gpu import test_kimi as kimi
 from tests.gpu import test_load_faults as load_faults
@@ -152,7 +152,7 @@ def test_timing_waits_for_every_engine_then_times_alone(tmp_path):
     import threading
     import time
 
-    from tests.gpu.engine_run import timed
+    from sglang_eagle3_embed.testing.engine_run import timed
 
     spans = []
 

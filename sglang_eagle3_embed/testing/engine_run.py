@@ -1,8 +1,8 @@
 """Start one SGLang Engine, generate greedily, write a JSON result.
 
 Run as a subprocess by the GPU tests and benchmarks (one engine per process; SGLang spawns its own
-workers), from the repository root:
-    python -m tests.gpu.engine_run RESULT.json '{"engine": {...Engine kwargs}, "prompts": [[ids]], ...}'
+workers):
+    python -m sglang_eagle3_embed.testing.engine_run RESULT.json '{"engine": {...Engine kwargs}, "prompts": [[ids]], ...}'
 
 Job keys: ``prompts`` (token-id lists, any lengths; default :data:`PROMPTS`), ``max_new_tokens``,
 ``modes`` (default ``["all"]``), ``env`` (variables set before the engine starts; SGLang's processes
@@ -24,7 +24,7 @@ other DP-attention engine on the host, or with what one stopped by a time limit 
 
 ``differences``, ``regime``, ``failure``, ``missing_result``, ``launch_environment``, ``finished``,
 ``outcome``, ``alike``, ``accept_mean`` and ``free_port`` are pure
-(unit-tested on the CPU, ``tests/unit/gpu/test_engine_run.py``).
+(unit-tested on the CPU, ``tests/unit/testing/test_engine_run.py``).
 """
 
 import asyncio
@@ -220,24 +220,26 @@ def launch_environment(result: dict) -> str | None:
     return None if found is None else text[found.start() :].splitlines()[0][:300]
 
 
-# an engine that crashes would spend 65 s on crash diagnostics (py-spy and CUDA core dumps, then a
-# 60 s wait: srt/managers/tokenizer_manager.py:3395-3397,3481-3501) before exiting; the harness reads
+# an engine that crashes would first spend a minute on crash diagnostics (py-spy and CUDA core dumps,
+# then SGLang's 60 s wait: srt/managers/tokenizer_manager.py:3395-3397,3481-3501) before exiting; the harness reads
 # the log instead. Set either variable to 1 to get them back.
 CRASH_DIAGNOSTICS_OFF = {"SGLANG_PYSPY_DUMP_BEFORE_CRASH": "0", "SGLANG_CUDA_COREDUMP_BEFORE_CRASH": "0"}
-ROOT = Path(__file__).resolve().parents[2]
+HOME = Path(__file__).resolve().parents[2]
+"""The folder this package was imported from: an engine process started there imports the same copy."""
 
 
 def launch(name: str, job: dict, logs: Path):
-    """Start ``python -m tests.gpu.engine_run`` for ``job`` in its own session (so that it can be
-    killed with every process SGLang spawns); its log and result go to ``logs/<name>.*``."""
+    """Start ``python -m sglang_eagle3_embed.testing.engine_run`` for ``job`` in its own session (so
+    that it can be killed with every process SGLang spawns); its log and result go to
+    ``logs/<name>.*``."""
     import subprocess
 
     result_path = logs / f"{name}.json"
     result_path.unlink(missing_ok=True)
     with open(logs / f"{name}.log", "w") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "tests.gpu.engine_run", str(result_path), json.dumps(job)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT,
+            [sys.executable, "-m", __spec__.name, str(result_path), json.dumps(job)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=HOME,
             env={**CRASH_DIAGNOSTICS_OFF, **os.environ},
         )  # fmt: skip
 

@@ -1,0 +1,47 @@
+"""The rule examples (``sglang_eagle3_embed.testing.rule_examples``): one firing and one close
+non-firing launch per startup rule, and the folders a scenario describes. Run through SGLang's real
+argument resolution in ``tests/integration/patch/test_speculative_validation.py``."""
+
+import json
+
+from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.rules import RULES
+from sglang_eagle3_embed.testing.rule_examples import (
+    BASE_DRAFT,
+    DELETE,
+    EXAMPLES,
+    Scenario,
+    launch,
+    materialize,
+)
+
+
+def test_every_rule_has_a_firing_example_and_a_different_one_that_does_not_fire():
+    assert set(EXAMPLES) == set(RULES)
+    assert all(fires != passes for fires, passes in EXAMPLES.values())
+
+
+def test_a_launch_leaves_out_what_is_not_given():
+    assert launch(steps=(None, 1, None), draft=False, impl=None) == (
+        "--model-path", "TARGET", "--speculative-algorithm", "EAGLE3", "--speculative-eagle-topk", "1",
+    )  # fmt: skip
+    assert launch("--tp-size", "2")[-2:] == ("--tp-size", "2") and "DRAFT" in launch()
+
+
+def test_a_scenario_writes_its_folders_and_its_command_names_them(tmp_path):
+    scenario = Scenario(draft={"eagle_config": DELETE, "vocab_size": 256}, target={"num_hidden_layers": 4})
+    command = materialize(scenario, tmp_path)
+    assert command[command.index("--model-path") + 1] == str(tmp_path / "target")
+    assert command[command.index("--speculative-draft-model-path") + 1] == str(tmp_path / "draft")
+    draft = json.loads((tmp_path / "draft" / "config.json").read_text())
+    assert "eagle_config" not in draft and draft["vocab_size"] == 256
+    assert json.loads((tmp_path / "target" / "config.json").read_text())["num_hidden_layers"] == 4
+    assert BASE_DRAFT["eagle_config"] == {IDS_FIELD: [-1, 2, 4]}  # the base is not changed
+
+
+def test_raw_config_text_and_damaged_weights_are_written_as_given_and_removed_after(tmp_path):
+    materialize(Scenario(draft={"__raw__": "{not json"}, weights=b"\x08\x00"), tmp_path)
+    assert (tmp_path / "draft" / "config.json").read_text() == "{not json"
+    assert (tmp_path / "draft" / "model.safetensors").read_bytes() == b"\x08\x00"
+    materialize(Scenario(), tmp_path)  # the same folder again: no stale weights
+    assert not (tmp_path / "draft" / "model.safetensors").exists()
