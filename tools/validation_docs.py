@@ -1,4 +1,4 @@
-"""Generate ``docs/validation.md`` from the rule table (run: ``python -m tools.validation_docs``).
+"""Generate ``docs/validation.md`` from the registered rules (``core.rules.RULES``; run: ``python -m tools.validation_docs``).
 
 Each rule's example is run through SGLang's real argument resolution (``validation.run_check``), so
 the documented messages are the ones users see.
@@ -13,7 +13,7 @@ from pathlib import Path
 from unittest import mock
 
 from sglang_eagle3_embed.core.rules import RULES
-from tests.support.rule_examples import DELETE, EXAMPLES, Scenario, materialize
+from sglang_eagle3_embed.testing.rule_examples import DELETE, EXAMPLES, Scenario, materialize
 
 __all__ = ["findings_for", "render"]
 
@@ -41,7 +41,7 @@ layer (`srt/models/deepseek_v2.py:3353`) and leaves the capture loop (3175-3197)
 
 def findings_for(scenario: Scenario, root: Path):
     """Run ``check`` on the scenario; messages use TARGET / DRAFT instead of the folders."""
-    from sglang_eagle3_embed.cli.check import run_check
+    from sglang_eagle3_embed.doctor.check import run_check
 
     argv = materialize(scenario, root)
     with mock.patch.dict(os.environ, scenario.env):

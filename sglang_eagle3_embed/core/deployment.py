@@ -15,17 +15,11 @@ from functools import cached_property
 from sglang_eagle3_embed import FAMILY, MODEL_IMPL
 from sglang_eagle3_embed.core.draft_config import CapturePlan, resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError
+from sglang_eagle3_embed.core.model_folder import text_config
 
 __all__ = ["EAGLE_FAMILY", "WATCHED", "Deployment", "text_config"]
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
-
-
-def text_config(config: Mapping) -> Mapping:
-    """A target's text config: Kimi-K2.5 nests its DeepSeek config in ``text_config``; any other
-    target is its own (so is a target whose ``text_config`` is not an object)."""
-    text = config.get("text_config")
-    return text if isinstance(text, Mapping) else config
 
 
 WATCHED = (

@@ -5,20 +5,21 @@ At launch it runs the ``pre`` rules, then SGLang's step, then the ``post`` rules
 user passed (``_raw_input``, ``srt/arg_groups/pipeline.py:29-32``) with what SGLang resolved
 (``resolution_result``, ``srt/arg_groups/overrides.py:178-192``). It runs in the launcher before any
 subprocess or GPU work, only for launches with ``--model-impl sglang_eagle3_embed``.
-``sglang-eagle3-embed check`` (:mod:`sglang_eagle3_embed.cli.check`) runs the same rules on the
+``sglang-eagle3-embed check`` (the service :mod:`sglang_eagle3_embed.doctor.check`) runs the same rules on the
 same :func:`snapshot` of any launch command line, without a GPU.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from pathlib import Path
 
 from sglang_eagle3_embed.activation import State, requested
+from sglang_eagle3_embed.core import model_folder
 from sglang_eagle3_embed.core.deployment import WATCHED, Deployment
 from sglang_eagle3_embed.core.errors import ValidationError
 from sglang_eagle3_embed.core.findings import Finding, Severity
+from sglang_eagle3_embed.core.model_folder import ModelFolderError, looks_local
+from sglang_eagle3_embed.core.rule_registry import Stage
 from sglang_eagle3_embed.core.rules import evaluate
 
 __all__ = ["STEP", "WHAT", "register", "snapshot", "validate_launch"]
@@ -28,68 +29,37 @@ WHAT = f"the resolution step {STEP!r}"
 
 logger = logging.getLogger("sglang_eagle3_embed")
 
-FC_WEIGHT_NAMES = ("fc.weight", "model.fc.weight")
 
-
-def looks_local(path: str) -> bool:
-    """Whether ``path`` names a local folder rather than a hub repo id (``org/name``)."""
-    return path.startswith(("/", ".", "~")) or path.count("/") > 1 or "\\" in path or Path(path).exists()
-
-
-def read_config(path: str | None, revision: str | None = None) -> tuple[dict | None, str | None]:
-    """``config.json`` of a local folder or a cached hub repo: (config, None) or (None, why not)."""
+def read_config(path: str | None, revision: str | None = None) -> tuple[object, str | None]:
+    """``config.json`` of a local folder or a cached hub repo, as found (any JSON value: the rules
+    judge its shape): ``(config, None)``, ``(None, None)`` without a path, or ``(None, why not)``."""
     if not path:
         return None, None
-    folder = Path(path).expanduser()
-    if looks_local(path) and not folder.is_dir():
-        why = "is a file, not a model folder" if folder.exists() else "no such file or folder"
-        return None, f"{path}: {why}"
     try:
-        if folder.is_dir():
-            file = folder / "config.json"
-        else:
-            from transformers.utils import cached_file
+        if looks_local(path):
+            return model_folder.read_config(path, any_json=True, folder_only=True), None
+        from transformers.utils import cached_file
 
-            file = Path(cached_file(path, "config.json", revision=revision))
-        config = json.loads(file.read_text())
-    except Exception as exc:  # any failure to read is reported as a finding
-        return None, f"{path}: {type(exc).__name__}: {exc}"
-    return config, None
+        try:
+            file = cached_file(path, "config.json", revision=revision)
+        except Exception as exc:  # not cached, no such repo, offline: a finding, not a traceback
+            return None, f"{path}: {type(exc).__name__}: {exc}"
+        return model_folder.read_json(file), None
+    except ModelFolderError as exc:
+        return None, exc.reason
 
 
 def fc_in_features(path: str | None) -> tuple[int | None, str | None]:
     """The draft fc's input width from the safetensors headers of a local folder (no tensor is
-    read): ``(width, None)``, ``(None, None)`` when there is nothing local to read, or
-    ``(None, why)`` when the checkpoint is damaged (every file's header is read, so a truncated
-    shard is found even when it holds no fc)."""
-    folder = Path(path).expanduser() if path else None
-    if folder is None or not folder.is_dir():
+    read, :func:`~sglang_eagle3_embed.core.model_folder.fc_in_features`): ``(width, None)``,
+    ``(None, None)`` when there is nothing local to read, or ``(None, why)`` when the checkpoint is
+    damaged."""
+    if not path or not looks_local(path):
         return None, None
-    from safetensors import safe_open
-
-    index = folder / "model.safetensors.index.json"
     try:
-        if index.exists():
-            weight_map = json.loads(index.read_text()).get("weight_map")
-            if not isinstance(weight_map, dict):
-                raise ValueError("its weight_map is not a JSON object")
-            files = sorted({folder / str(f) for f in weight_map.values()})
-        else:
-            files = sorted(folder.glob("*.safetensors"))
-    except Exception as exc:
-        return None, f"{index}: {type(exc).__name__}: {exc}"
-    width = None
-    for file in files:
-        try:
-            with safe_open(str(file), framework="pt") as f:
-                names = set(f.keys())
-                for name in FC_WEIGHT_NAMES:
-                    if name in names:
-                        width = int(f.get_slice(name).get_shape()[1])
-        except Exception as exc:
-            why = "missing (named by the index)" if not file.exists() else f"{type(exc).__name__}: {exc}"
-            return None, f"{file}: {why}"
-    return width, None
+        return model_folder.fc_in_features(path), None
+    except ModelFolderError as exc:
+        return None, exc.reason
 
 
 def snapshot(server_args, *, resolved: bool, plugin_active: bool, plugin_reason: str = "") -> Deployment:
@@ -139,9 +109,9 @@ def validate_launch(server_args, previous) -> None:
         previous(server_args)
         return
     state = dict(plugin_active=State.active, plugin_reason=State.reason)
-    _report(evaluate(snapshot(server_args, resolved=False, **state), "pre"))
+    _report(evaluate(snapshot(server_args, resolved=False, **state), Stage.PRE))
     previous(server_args)
-    _report(evaluate(snapshot(server_args, resolved=True, **state), "post"))
+    _report(evaluate(snapshot(server_args, resolved=True, **state), Stage.POST))
 
 
 def register() -> None:

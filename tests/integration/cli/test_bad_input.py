@@ -67,7 +67,8 @@ def other_width_draft(folder):
     """An EAGLE-3 draft whose fc reads 3 x 32 features: built for a target of hidden 32."""
     from safetensors.torch import save_file
 
-    from sglang_eagle3_embed.doctor.tiny_draft import Eagle3Draft, draft_config_dict
+    from sglang_eagle3_embed.doctor.eagle3_draft import Eagle3Draft
+    from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict
 
     config = draft_config_dict(hidden=64, vocab=128, heads=4, ids=[-1, 2, 4], target_hidden=32)
     folder.mkdir()
@@ -155,7 +156,7 @@ def test_probe_refuses_bad_input_with_exit_2_and_what_to_do(tiny_pair, tmp_path,
 
 
 def check_folders(tmp_path, scenario):
-    from tests.support.rule_examples import materialize
+    from sglang_eagle3_embed.testing.rule_examples import materialize
 
     return materialize(scenario, tmp_path)
 
@@ -170,7 +171,7 @@ def check_folders(tmp_path, scenario):
     ],
 )
 def test_check_reports_a_damaged_draft_checkpoint_as_a_finding(tmp_path, damage, expected):
-    from tests.support.rule_examples import Scenario
+    from sglang_eagle3_embed.testing.rule_examples import Scenario
 
     argv = check_folders(tmp_path, Scenario(fc_in_features=192))
     weights = tmp_path / "draft" / "model.safetensors"
@@ -191,7 +192,7 @@ def test_check_reports_a_damaged_draft_checkpoint_as_a_finding(tmp_path, damage,
 
 
 def test_check_without_a_target_layer_count_reports_it_and_checks_nothing_it_cannot(tmp_path):
-    from tests.support.rule_examples import DELETE, Scenario
+    from sglang_eagle3_embed.testing.rule_examples import DELETE, Scenario
 
     scenario = Scenario(
         target={"num_hidden_layers": DELETE}, draft={"eagle_config": {IDS_FIELD: [-1, 2, 99]}}
@@ -204,7 +205,7 @@ def test_check_without_a_target_layer_count_reports_it_and_checks_nothing_it_can
 
 
 def test_check_with_an_unknown_flag_prints_json_and_no_usage(tmp_path):
-    from tests.support.rule_examples import Scenario
+    from sglang_eagle3_embed.testing.rule_examples import Scenario
 
     argv = check_folders(tmp_path, Scenario())
     code, out, err = run("check", "--json", *argv, "--no-such-flag")
@@ -214,7 +215,7 @@ def test_check_with_an_unknown_flag_prints_json_and_no_usage(tmp_path):
 
 
 def test_check_names_a_missing_local_draft_folder(tmp_path):
-    from tests.support.rule_examples import Scenario
+    from sglang_eagle3_embed.testing.rule_examples import Scenario
 
     argv = check_folders(tmp_path, Scenario())
     argv[argv.index(str(tmp_path / "draft"))] = str(tmp_path / "gone" / "draft")
@@ -259,7 +260,7 @@ FLAGS = st.lists(
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(extra=FLAGS, draft=messy_draft_config(), json_flag=st.booleans())
 def test_check_keeps_the_contract_on_any_flags_and_draft(tmp_path_factory, extra, draft, json_flag):
-    from tests.support.rule_examples import Scenario, materialize
+    from sglang_eagle3_embed.testing.rule_examples import Scenario, materialize
 
     root = tmp_path_factory.mktemp("check")
     argv = materialize(Scenario(draft={"__raw__": json.dumps(draft)}), root)

@@ -26,13 +26,13 @@ def test_the_module_runs_as_the_command(tmp_path):
 
 
 def check_cli(tmp_path, scenario, *extra):
-    from tests.support.rule_examples import materialize
+    from sglang_eagle3_embed.testing.rule_examples import materialize
 
     return cli("check", *extra, *materialize(scenario, tmp_path))
 
 
 def test_check_refuses_the_seed_flags_with_a_table(tmp_path):
-    from tests.support.rule_examples import Scenario, launch
+    from sglang_eagle3_embed.testing.rule_examples import Scenario, launch
 
     run = check_cli(tmp_path, Scenario(launch(steps=(1, 1, 16))))
     assert run.returncode == 1, run.stderr[-2000:]
@@ -43,7 +43,7 @@ def test_check_refuses_the_seed_flags_with_a_table(tmp_path):
 
 def test_check_json_clean_deployment_exits_0(tmp_path):
     from sglang_eagle3_embed.core.rules import RULES
-    from tests.support.rule_examples import Scenario
+    from sglang_eagle3_embed.testing.rule_examples import Scenario
 
     run = check_cli(tmp_path, Scenario(fc_in_features=192), "--json")  # weights: every rule can check
     assert run.returncode == 0, run.stderr[-2000:]

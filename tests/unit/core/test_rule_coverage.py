@@ -3,11 +3,11 @@ count, a capture plan, the draft's weights) says "not checked" and why, and a ta
 layer count is an error before any GPU work. Pure: Deployments built from dictionaries."""
 
 from sglang_eagle3_embed import MODEL_IMPL
-from sglang_eagle3_embed.cli.check import render_json, render_table, verdicts
 from sglang_eagle3_embed.core.deployment import Deployment
-from sglang_eagle3_embed.core.findings import Severity
+from sglang_eagle3_embed.core.findings import Finding, Severity
 from sglang_eagle3_embed.core.ids import IDS_FIELD
-from sglang_eagle3_embed.core.rules import RULES, evaluate
+from sglang_eagle3_embed.core.rules import RULES, Stage, evaluate, refused
+from sglang_eagle3_embed.doctor.check import render_json, render_table, verdicts
 
 TARGET = {
     "architectures": ["DeepseekV3ForCausalLM"],
@@ -32,7 +32,7 @@ def deployment(target=TARGET, draft=None, impl=MODEL_IMPL, **kwargs) -> Deployme
 
 
 def findings(d: Deployment):
-    return [f for stage in ("pre", "post") for f in evaluate(d, stage)]
+    return [f for stage in (Stage.PRE, Stage.POST) for f in evaluate(d, stage)]
 
 
 def by_rule(found):
@@ -101,3 +101,17 @@ def test_every_rule_can_say_not_checked_or_does_not_need_to():
     )
     unchecked = {f.rule for f in found if f.severity is Severity.NOT_CHECKED}
     assert unchecked <= may_be_unchecked <= set(RULES)
+
+
+def test_sglang_refusing_the_launch_is_reported_by_the_resolution_rule():
+    d = deployment(draft_fc_in_features=192)
+    assert evaluate(d, Stage.RESOLUTION) == []
+    refusal = refused(d, ValueError("TRTLLM MLA backend is only supported on Blackwell GPUs"))
+    assert evaluate(refusal, Stage.RESOLUTION) == [
+        Finding(
+            "sglang-resolution",
+            Severity.ERROR,
+            "ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs",
+        )
+    ]
+    assert findings(refusal) == findings(d) == []  # the other stages read the launch as before

@@ -1,0 +1,59 @@
+"""``sglang-eagle3-embed pair``: build (or find in the cache) a tiny target/draft pair of a given size
+(:mod:`sglang_eagle3_embed.doctor.pair`)."""
+
+from __future__ import annotations
+
+import json
+
+from sglang_eagle3_embed.cli._exit import EXIT_OK
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub) -> None:
+    pair = sub.add_parser("pair", help="build (or find in the cache) a tiny target/draft pair")
+    pair.add_argument(
+        "--size",
+        choices=["cpu", "gpu"],
+        default="cpu",
+        help="cpu: 7 layers, ids -1 2 4 (the demo's); gpu: 16 layers, MLA widths SGLang's GPU kernels take",
+    )
+    pair.add_argument(
+        "--arch",
+        choices=["deepseek-v3", "kimi-k25"],
+        default="deepseek-v3",
+        help="the target's architecture: DeepSeek-V3, or Kimi-K2.5 (the same text model in the "
+        "multimodal wrapper, with a small random vision tower; serve it with --trust-remote-code)",
+    )
+    pair.add_argument("--layers", type=int)
+    pair.add_argument("--hidden", type=int)
+    pair.add_argument("--vocab", type=int)
+    pair.add_argument("--heads", type=int)
+    pair.add_argument("--ids", type=int, nargs="+", help="layer ids the draft is trained on")
+    pair.add_argument("--convention", default="layer_output", choices=["layer_output", "hidden_states"])
+    pair.add_argument("--device", default="cpu", help="train on cpu (bit-reproducible) or cuda (faster)")
+    pair.add_argument("--declare", action="store_true", help="write the convention into the draft config")
+    pair.add_argument("--cache", help="cache folder (default: $SGLANG_EAGLE3_EMBED_CACHE or ~/.cache)")
+    pair.add_argument("--json", action="store_true", help="errors as JSON too (the result always is)")
+    pair.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from dataclasses import replace
+
+    from sglang_eagle3_embed.doctor import pair
+
+    default = pair.GPU_PAIR if args.size == "gpu" else pair.PairSpec()
+    sizes = {"num_layers": args.layers, "hidden": args.hidden, "vocab": args.vocab, "heads": args.heads}
+    target = replace(default.target, **{k: v for k, v in sizes.items() if v is not None})
+    ids = tuple(args.ids) if args.ids else default.ids
+    spec = pair.PairSpec(target=target, ids=ids, convention=args.convention, declare=args.declare)
+    spec.validate()  # before anything is trained or cached
+    if args.arch == "kimi-k25":
+        from sglang_eagle3_embed.doctor.kimi import build_kimi_pair
+
+        built = build_kimi_pair(spec, args.cache, args.device)
+    else:
+        built = pair.build_pair(spec, args.cache, args.device)
+    print(json.dumps({"ok": True, "target": str(built.target), "draft": str(built.draft)}))
+    return EXIT_OK

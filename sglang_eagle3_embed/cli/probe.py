@@ -1,0 +1,75 @@
+"""``sglang-eagle3-embed probe``: measure a draft under each candidate wiring and tell which one it
+was trained for (:mod:`sglang_eagle3_embed.doctor.probe`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sglang_eagle3_embed.cli._exit import EXIT_FINDINGS, EXIT_OK
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub) -> None:
+    probe = sub.add_parser("probe", help="measure a draft under each candidate wiring (offline)")
+    probe.add_argument("--target", required=True, help="target model folder")
+    probe.add_argument("--draft", required=True, help="EAGLE-3 draft folder (LlamaForCausalLMEagle3)")
+    probe.add_argument("--backend", default="hf", choices=["hf", "sglang-cpu", "engine"])
+    probe.add_argument("--device", help="cpu (default) or cuda; the engine backend always uses cuda")
+    probe.add_argument(
+        "--engine-arg",
+        action="append",
+        metavar="KEY=VALUE",
+        help="sglang.Engine argument for --backend engine (repeatable; VALUE parsed as JSON if it can be)",
+    )
+    probe.add_argument("--prompts", help="file: one prompt per line, text or a JSON list of token ids")
+    probe.add_argument("--num-prompts", type=int, default=128)
+    probe.add_argument("--prompt-len", type=int, default=8, help="length of generated prompts")
+    probe.add_argument("--new-tokens", type=int, default=40, help="greedy tokens per prompt")
+    probe.add_argument("--num-steps", type=int, default=7, help="chain length (--speculative-num-steps)")
+    probe.add_argument("--seed", type=int, default=1234)
+    probe.add_argument("--json", action="store_true", help="print JSON")
+    probe.add_argument("--output", help="also write the JSON report to this file")
+    probe.add_argument("--no-progress", action="store_true", help="no progress bar")
+    probe.set_defaults(func=run)
+
+
+def _path(path: str) -> Path:
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:  # ~user that does not exist: the path as written, named when it is read
+        return Path(path)
+
+
+def request(args):
+    """The typed request of ``args``: the one place where the probe's flags are read."""
+    from sglang_eagle3_embed.doctor.request import ProbeRequest, parse_engine_args
+
+    return ProbeRequest(
+        target=_path(args.target),
+        draft=_path(args.draft),
+        backend=args.backend,
+        device=args.device,
+        engine_args=parse_engine_args(args.engine_arg),
+        prompts=_path(args.prompts) if args.prompts else None,
+        num_prompts=args.num_prompts,
+        prompt_len=args.prompt_len,
+        new_tokens=args.new_tokens,
+        num_steps=args.num_steps,
+        seed=args.seed,
+        progress=not args.no_progress and not args.json,
+    )
+
+
+def run(args) -> int:
+    from sglang_eagle3_embed.doctor.probe import probe_folders
+    from sglang_eagle3_embed.doctor.request import check_output
+
+    output = check_output(args.output)  # before the run: a report must not be lost at its end
+    report = probe_folders(request(args))
+    text = json.dumps(report.as_dict(), indent=2)
+    print(text if args.json else report.table())
+    if output:
+        output.write_text(text)
+    return EXIT_OK if report.plugin_ok else EXIT_FINDINGS

@@ -1,0 +1,380 @@
+"""One reader of a model folder: its ``config.json`` (and Kimi-K2.5's nested ``text_config``), the
+layer count and widths, and its weights' safetensors headers (no tensor is read). Pure module: the
+standard library only, so that the command line, the doctor and a server's launch validation read
+a folder the same way and fail the same way.
+
+Every failure to read is a :class:`ModelFolderError`, an :class:`~sglang_eagle3_embed.core.errors.InputError`
+whose message names the file, what is wrong with it and the fix: a missing path or ``config.json``,
+a file where a folder belongs, a symlink loop, something other than a regular file (a FIFO is never
+opened), bytes that are not UTF-8, JSON that does not parse, nests too deeply or is not an object,
+a safetensors header that does not describe its file, an index that names a missing shard.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from sglang_eagle3_embed.core.errors import InputError
+
+__all__ = [
+    "CONFIG", "FC_WEIGHT_NAMES", "INDEX", "ModelFolder", "ModelFolderError", "TensorInfo", "config_file",
+    "fc_in_features", "integer_field", "layer_count", "looks_local", "read_config", "read_json",
+    "safetensors_header", "text_config", "weight_files",
+]  # fmt: skip
+
+CONFIG = "config.json"
+INDEX = "model.safetensors.index.json"
+FC_WEIGHT_NAMES = ("fc.weight", "model.fc.weight")
+"""Where an EAGLE-3 draft keeps its fc weight (``[hidden, captures x target hidden]``)."""
+
+MAX_HEADER = 100_000_000
+"""The largest safetensors header the safetensors library reads."""
+
+DTYPE_BITS = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16,
+    "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64,
+    "C64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+}  # fmt: skip
+"""Bits per element of the safetensors dtypes (another dtype is read without its size checked)."""
+
+DOWNLOAD = "download the model again (an interrupted download?)"
+EDIT = "fix the file or download the model again"
+
+
+class ModelFolderError(InputError):
+    """A model folder (or a file in it) that cannot be read: ``path``, ``problem``, ``fix``, and
+    ``what`` the user passed it as (a flag such as ``--target``, or empty)."""
+
+    def __init__(self, path, problem: str, fix: str, what: str = ""):
+        self.path, self.problem, self.fix, self.what = Path(path), problem, fix, what
+        super().__init__(f"{what} {self.reason}; {fix}" if what else f"{self.reason}; {fix}")
+
+    @property
+    def reason(self) -> str:
+        """The file and what is wrong with it, without the fix."""
+        return f"{self.path}: {self.problem}"
+
+
+class TensorInfo(NamedTuple):
+    dtype: str
+    shape: tuple[int, ...]
+
+
+def _path(path) -> Path:
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:  # ~user that does not exist: the path as written
+        return Path(path)
+
+
+def looks_local(path: str) -> bool:
+    """Whether ``path`` names a local file or folder rather than a hub repo id (``org/name``)."""
+    if path.startswith(("/", ".", "~")) or path.count("/") > 1 or "\\" in path:
+        return True
+    try:
+        return os.path.lexists(path)
+    except (OSError, ValueError):
+        return False
+
+
+def _stat(path: Path, what: str) -> os.stat_result | None:
+    """``path``'s status (links followed), None when nothing is there; a loop or an unreadable
+    path is an error."""
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except ValueError:  # a NUL byte
+        raise ModelFolderError(path, "is not a valid path", "pass the model folder", what) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ModelFolderError(path, "is a symlink loop", "point it at the model folder", what) from None
+        raise ModelFolderError(
+            path, f"cannot be read ({exc.strerror})", "check its permissions", what
+        ) from None
+
+
+KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+def _regular(file: Path, what: str) -> os.stat_result:
+    st = _stat(file, what)
+    if st is None:
+        raise ModelFolderError(file, "no such file or folder", "pass the model folder", what)
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in KINDS if test(st.st_mode)), "a device")
+        raise ModelFolderError(
+            file, f"is not a regular file but {kind}", "replace it with the model's file", what
+        )
+    return st
+
+
+def _open(file: Path, what: str):
+    """A regular file opened for reading: checked before it is opened and again once open, and
+    opened without blocking (a FIFO is never read)."""
+    _regular(file, what)
+    try:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise ModelFolderError(
+            file, f"cannot be read ({exc.strerror})", "check its permissions", what
+        ) from None
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        raise ModelFolderError(file, "is not a regular file", "replace it with the model's file", what)
+    return f
+
+
+def _read(f, file: Path, what: str, size: int = -1) -> bytes:
+    try:
+        return f.read(size)
+    except OSError as exc:
+        raise ModelFolderError(file, f"cannot be read ({exc.strerror})", DOWNLOAD, what) from None
+
+
+def _json(data: bytes, file: Path, what: str, fix: str = EDIT):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ModelFolderError(
+            file, f"is not UTF-8 text ({exc.reason} at byte {exc.start})", fix, what
+        ) from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ModelFolderError(file, "nests JSON too deeply to be read", fix, what) from None
+    except ValueError as exc:  # JSONDecodeError, and numbers past Python's digit limit
+        raise ModelFolderError(file, f"is not valid JSON ({exc})", fix, what) from None
+
+
+def read_json(file, what: str = ""):
+    """The JSON value in ``file`` (any value: the caller judges its shape)."""
+    file = _path(file)
+    with _open(file, what) as f:
+        return _json(_read(f, file, what), file, what)
+
+
+def config_file(path, what: str = "", *, folder_only: bool = False) -> Path:
+    """``path`` itself, or its ``config.json`` when it is a folder (which must exist and hold one);
+    with ``folder_only`` it must be a folder."""
+    p = _path(path)
+    st = _stat(p, what)
+    fix = "pass the model folder" if folder_only else "pass the model folder (or its config.json)"
+    if st is None:
+        raise ModelFolderError(p, "no such file or folder", fix, what)
+    if not stat.S_ISDIR(st.st_mode):
+        if folder_only:
+            raise ModelFolderError(p, "is a file, not a model folder", fix, what)
+        return p
+    if _stat(p / CONFIG, what) is None:
+        raise ModelFolderError(p, "has no config.json", "pass the model folder", what)
+    return p / CONFIG
+
+
+def read_config(path, what: str = "", *, any_json: bool = False, folder_only: bool = False):
+    """The config of ``path``, a model folder or (unless ``folder_only``) its ``config.json``: a
+    JSON object, or with ``any_json`` whatever JSON value it holds (for the rules that judge a
+    malformed config)."""
+    config = read_json(file := config_file(path, what, folder_only=folder_only), what)
+    if not any_json and not isinstance(config, dict):
+        raise ModelFolderError(
+            file, f"is not a JSON object but a {type(config).__name__}", "use the model's config.json", what
+        )
+    return config
+
+
+def text_config(config: Mapping) -> Mapping:
+    """A target's text config: Kimi-K2.5 nests its DeepSeek config in ``text_config``; any other
+    target is its own (so is a target whose ``text_config`` is not an object: :func:`layer_count`
+    refuses such a config)."""
+    text = config.get("text_config")
+    return text if isinstance(text, Mapping) else config
+
+
+def _text(config, file: Path, what: str) -> Mapping:
+    if not isinstance(config, Mapping):
+        raise ModelFolderError(
+            file, f"is not a JSON object but a {type(config).__name__}", "use the model's config.json", what
+        )
+    nested = config.get("text_config")
+    if nested is not None and not isinstance(nested, Mapping):
+        raise ModelFolderError(
+            file,
+            f"its text_config is not a JSON object (found a {type(nested).__name__})",
+            "use the model's original config.json",
+            what,
+        )
+    return text_config(config)
+
+
+def integer_field(config, key: str, file, what: str = "", fix: str = "use the model's original config.json"):
+    """``key`` of the text config (:func:`text_config`) as a positive integer."""
+    value = _text(config, _path(file), what).get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        nested = " in its text_config" if config.get("text_config") is not None else ""
+        raise ModelFolderError(file, f"has no integer {key}{nested} (found {value!r})", fix, what)
+    return value
+
+
+def layer_count(config, file, what: str = "", fix: str = "use the model's original config.json") -> int:
+    """``num_hidden_layers`` of a target config read from ``file`` (Kimi-K2.5: of its text config)."""
+    return integer_field(config, "num_hidden_layers", file, what, fix)
+
+
+def weight_files(folder, what: str = "") -> list[Path]:
+    """The weight files of ``folder``: the shards its ``model.safetensors.index.json`` names (each
+    must exist), else every ``*.safetensors`` in it (possibly none)."""
+    folder = _path(folder)
+    index = folder / INDEX
+    if _stat(index, what) is None:
+        return sorted(folder.glob("*.safetensors"))
+    fix = f"download the model's {INDEX} again"
+    with _open(index, what) as f:
+        weight_map = _json(_read(f, index, what), index, what, fix)
+    weight_map = weight_map.get("weight_map") if isinstance(weight_map, dict) else None
+    if not isinstance(weight_map, dict):
+        raise ModelFolderError(index, "has no weight_map object", fix, what)
+    names = list(weight_map.values())
+    bad = [n for n in names if not _is_name(n)]
+    if bad:
+        raise ModelFolderError(
+            index, f"names a shard {str(bad[0])[:100]!r} that is not a file name", fix, what
+        )
+    files = sorted({folder / n for n in names})
+    for file in files:
+        if _stat(file, what) is None:
+            raise ModelFolderError(
+                file, f"is missing (named by {INDEX})", "download the missing shards", what
+            )
+    return files
+
+
+def _is_name(shard) -> bool:
+    return isinstance(shard, str) and shard not in ("", ".", "..") and "/" not in shard and "\\" not in shard
+
+
+def _entry(name: str, entry, file: Path, what: str) -> tuple[int, int, TensorInfo]:
+    """``(start, stop, tensor)`` of one header entry, its byte count checked against its shape."""
+    entry = entry if isinstance(entry, dict) else {}
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    if not (
+        isinstance(dtype, str)
+        and isinstance(shape, list)
+        and all(type(d) is int and d >= 0 for d in shape)
+        and isinstance(offsets, list)
+        and len(offsets) == 2
+        and all(type(o) is int for o in offsets)
+        and 0 <= offsets[0] <= offsets[1]
+    ):
+        raise ModelFolderError(file, f"has a damaged header entry for {name[:100]!r}", DOWNLOAD, what)
+    start, stop = offsets
+    count = 1
+    for d in shape:
+        count *= d
+    bits = DTYPE_BITS.get(dtype)
+    if bits is not None and count * bits != 8 * (stop - start):
+        raise ModelFolderError(
+            file, f"describes {name[:100]!r} ({dtype} {shape}) with {stop - start} bytes", DOWNLOAD, what
+        )
+    return start, stop, TensorInfo(dtype, tuple(shape))
+
+
+def safetensors_header(file, what: str = "") -> dict[str, TensorInfo]:
+    """The tensors a safetensors file holds, from its header, checked against the file as the
+    safetensors library checks it: the header's length and JSON, every entry's dtype, shape and
+    byte range, and ranges that follow each other and fill the rest of the file exactly (a
+    truncated file fails here)."""
+    file = _path(file)
+    with _open(file, what) as f:
+        size = os.fstat(f.fileno()).st_size
+        head = _read(f, file, what, 8)
+        if len(head) < 8:
+            problem = f"holds {len(head)} bytes, too few for a safetensors header"
+            raise ModelFolderError(file, problem, DOWNLOAD, what)
+        (length,) = struct.unpack("<Q", head)
+        if length > MAX_HEADER or 8 + length > size:
+            problem = f"declares a header of {length} bytes in a file of {size} bytes"
+            raise ModelFolderError(file, problem, DOWNLOAD, what)
+        header = _json(_read(f, file, what, length), file, what, DOWNLOAD)
+    if not isinstance(header, dict):
+        raise ModelFolderError(file, "has a safetensors header that is not a JSON object", DOWNLOAD, what)
+    entries = sorted(
+        (*_entry(name, entry, file, what), name) for name, entry in header.items() if name != "__metadata__"
+    )
+    end = 0
+    for start, stop, _, name in entries:
+        if start != end:
+            problem = f"has {name[:100]!r} at byte {start} of its data where byte {end} comes next"
+            raise ModelFolderError(file, problem, DOWNLOAD, what)
+        end = stop
+    data = size - 8 - length
+    if end != data:
+        cut = " (truncated)" if data < end else ""
+        problem = f"holds {data} bytes of tensor data where its header describes {end}{cut}"
+        raise ModelFolderError(file, problem, DOWNLOAD, what)
+    return {name: info for _, _, info, name in entries}
+
+
+def fc_in_features(folder, what: str = "") -> int | None:
+    """The input width of an EAGLE-3 draft's fc from the headers of its weights, None when it has
+    no fc weight (or no weights). Every file's header is read, so a damaged shard is found even
+    when it holds no fc."""
+    width = None
+    for file in weight_files(folder, what):
+        for name, info in safetensors_header(file, what).items():
+            if name in FC_WEIGHT_NAMES:
+                if len(info.shape) != 2:
+                    problem = f"holds {name} of shape {list(info.shape)}, not 2-D"
+                    raise ModelFolderError(file, problem, DOWNLOAD, what)
+                width = info.shape[1]
+    return width
+
+
+@dataclass(frozen=True)
+class ModelFolder:
+    """A local model folder as the doctor reads it: its config (a JSON object) and, on request,
+    its weights' headers. ``what`` is how the user passed it (``--target``), named in errors."""
+
+    path: Path
+    config: dict
+    what: str = ""
+
+    @classmethod
+    def read(cls, path, what: str = "") -> ModelFolder:
+        return cls(_path(path), read_config(path, what, folder_only=True), what)
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / CONFIG
+
+    @property
+    def architectures(self) -> list:
+        archs = self.config.get("architectures")
+        return archs if isinstance(archs, list) else []
+
+    def integer(self, key: str, fix: str = "use the model's original config.json") -> int:
+        """``key`` of the text config as a positive integer (``hidden_size``, ``vocab_size``)."""
+        return integer_field(self.config, key, self.config_path, self.what, fix)
+
+    @property
+    def num_layers(self) -> int:
+        return layer_count(self.config, self.config_path, self.what)
+
+    def weight_files(self) -> list[Path]:
+        return weight_files(self.path, self.what)
+
+    def check_weights(self) -> dict[str, TensorInfo]:
+        """Every weight file's header read and checked (at least one file): name -> tensor."""
+        files = self.weight_files()
+        if not files:
+            raise ModelFolderError(self.path, "has no *.safetensors weights", DOWNLOAD, self.what)
+        return {name: info for file in files for name, info in safetensors_header(file, self.what).items()}

@@ -1,0 +1,76 @@
+"""How a startup rule is declared: :class:`Stage`, :class:`Rule` and the :func:`rule` decorator, the
+only way a rule is registered. Pure module.
+
+The rules themselves live in ``rules_flags``, ``rules_draft`` and ``rules_modes``;
+:data:`sglang_eagle3_embed.core.rules.RULES` lists them in the order of ``docs/validation.md`` and
+:mod:`sglang_eagle3_embed.core.rules` runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
+from enum import Enum
+
+from sglang_eagle3_embed.core.deployment import Deployment
+from sglang_eagle3_embed.core.findings import NotChecked, Severity
+
+__all__ = ["REGISTERED", "Refused", "Rule", "Stage", "refused", "rule"]
+
+
+class Stage(str, Enum):
+    """When a rule runs, in this order."""
+
+    PRE = "pre"
+    """On the flags as passed, before SGLang's speculative resolution (which would otherwise stop on
+    a bare ``assert``)."""
+    RESOLUTION = "resolution"
+    """When SGLang's own argument resolution refuses the launch; reads a :class:`Refused`."""
+    POST = "post"
+    """After SGLang's resolution: what it resolved, compared with what the user passed."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Refused(Deployment):
+    """A launch that SGLang's own argument resolution refused: what the :attr:`Stage.RESOLUTION`
+    rules read (:func:`refused` builds it)."""
+
+    refusal: BaseException | None = None
+    """The error SGLang's resolution raised."""
+
+
+def refused(d: Deployment, error: BaseException) -> Refused:
+    """``d`` (the launch as passed), refused by SGLang's resolution with ``error``."""
+    return Refused(**{f.name: getattr(d, f.name) for f in fields(Deployment)}, refusal=error)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: Severity
+    stage: Stage
+    title: str
+    silent: str
+    """What SGLang 0.5.23 does when the rule would fire, with the source line."""
+    check: Callable[[Deployment], Iterable[str | NotChecked]]
+    """Yields a message per problem, or :class:`NotChecked` when it lacks what it reads."""
+
+
+REGISTERED: dict[str, Rule] = {}
+"""Every rule the decorator declared, by id (:data:`sglang_eagle3_embed.core.rules.RULES` orders them)."""
+
+
+def rule(rule_id: str, severity: Severity, stage: Stage, title: str, silent: str):
+    """Decorator: the function is the check of a new rule. ``silent`` says what SGLang does without
+    the rule (cite ``srt/...:line``). The function is returned unchanged."""
+
+    def register(check):
+        if rule_id in REGISTERED:
+            raise ValueError(f"rule {rule_id!r} is declared twice")
+        REGISTERED[rule_id] = Rule(rule_id, severity, Stage(stage), title, silent, check)
+        return check
+
+    return register

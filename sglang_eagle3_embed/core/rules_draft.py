@@ -1,0 +1,292 @@
+"""The startup rules on the draft: its config and weights, the capture plan they give, and how
+they fit the target. Pure module; :mod:`sglang_eagle3_embed.core.rules` runs them."""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from sglang_eagle3_embed import MODEL_IMPL
+from sglang_eagle3_embed.core.deployment import Deployment
+from sglang_eagle3_embed.core.draft_config import CapturePlan, stock_reading
+from sglang_eagle3_embed.core.errors import DraftConfigError
+from sglang_eagle3_embed.core.findings import NotChecked, Severity
+from sglang_eagle3_embed.core.rule_registry import Stage, rule
+
+
+def _plan(d: Deployment) -> CapturePlan | NotChecked:
+    """The capture plan, or why a rule that reads it cannot be checked (other rules report why)."""
+    if isinstance(d.capture, CapturePlan):
+        return d.capture
+    if isinstance(d.capture, DraftConfigError):
+        return NotChecked(f"the draft's capture plan stopped at [{d.capture.rule}]")
+    return NotChecked(d.no_capture)
+
+
+@rule(
+    "draft-config-unreadable",
+    Severity.ERROR,
+    Stage.PRE,
+    "The draft's config.json cannot be read",
+    "fails later while loading the draft, or reads no ids and captures defaults",
+)
+def _draft_unreadable(d: Deployment):
+    if d.eagle3 and d.raw.get("speculative_draft_model_path") and d.draft_error:
+        yield f"cannot read the draft's config.json: {d.draft_error}. Fix the file, then launch again."
+
+
+@rule(
+    "draft-weights-unreadable",
+    Severity.ERROR,
+    Stage.PRE,
+    "The draft's weights cannot be read (an interrupted download, a broken index)",
+    "fails while loading the draft, after the target's weights were loaded",
+)
+def _draft_weights_unreadable(d: Deployment):
+    if d.eagle3 and d.draft_weights_error:
+        yield (
+            f"cannot read the draft's weights: {d.draft_weights_error}. SGLang would fail while "
+            f"loading the draft, after loading the target. Fix: download the draft again (or repair "
+            f"its model.safetensors.index.json)."
+        )
+
+
+def _from_plan(d: Deployment, rule_id: str):
+    """The capture plan's findings under ``rule_id``: its error or its warnings carrying that id."""
+    if not d.eagle3:
+        return
+    if isinstance(d.capture, DraftConfigError) and d.capture.rule == rule_id:
+        yield str(d.capture)
+        return
+    plan = _plan(d)
+    if isinstance(plan, NotChecked):
+        yield plan
+        return
+    yield from (w.message for w in plan.warnings if w.rule == rule_id)
+
+
+@rule(
+    "target-config",
+    Severity.ERROR,
+    Stage.POST,
+    "The target's config has no usable layer count",
+    "stops only while loading the model, after its weights are read, when the plugin plans the captures",
+)
+def _target_config(d: Deployment):
+    return _from_plan(d, "target-config")
+
+
+@rule(
+    "draft-config-shape",
+    Severity.ERROR,
+    Stage.POST,
+    "Malformed draft config fields",
+    "ignores a malformed eagle_config and captures defaults",
+)
+def _draft_config_shape(d: Deployment):
+    return _from_plan(d, "draft-config-shape")
+
+
+@rule(
+    "draft-ids-invalid",
+    Severity.ERROR,
+    Stage.POST,
+    "Aux layer ids that are not distinct integers",
+    "fails late or captures fewer states",
+)
+def _draft_ids_invalid(d: Deployment):
+    return _from_plan(d, "draft-ids-invalid")
+
+
+@rule(
+    "draft-ids-conflict",
+    Severity.ERROR,
+    Stage.POST,
+    "Nested and top-level ids (or conventions) disagree",
+    "the target reads the nested list while the draft may size its fc from the other",
+)
+def _draft_ids_conflict(d: Deployment):
+    return _from_plan(d, "draft-ids-conflict")
+
+
+@rule(
+    "draft-ids-convention",
+    Severity.ERROR,
+    Stage.POST,
+    "Id convention invalid or contradicting the ids",
+    "guesses the convention from the first id (srt/models/deepseek_v2.py:3458-3473, PR #25454)",
+)
+def _draft_ids_convention(d: Deployment):
+    return _from_plan(d, "draft-ids-convention")
+
+
+@rule(
+    "draft-ids-range",
+    Severity.ERROR,
+    Stage.POST,
+    "Ids outside what the target can capture",
+    "fails at startup with 'captured k of n aux hidden states' (srt/layers/aux_hidden_states.py:84-90)",
+)
+def _draft_ids_range(d: Deployment):
+    return _from_plan(d, "draft-ids-range")
+
+
+@rule(
+    "draft-use-aux-off",
+    Severity.ERROR,
+    Stage.POST,
+    "use_aux_hidden_state is false under EAGLE3",
+    "captures nothing and skips the draft's fc silently",
+)
+def _draft_use_aux_off(d: Deployment):
+    return _from_plan(d, "draft-use-aux-off")
+
+
+@rule(
+    "draft-aux-count",
+    Severity.ERROR,
+    Stage.POST,
+    "Number of ids differs from what the draft's fc reads",
+    "fails in a matmul or a static-buffer copy, or passes garbage",
+)
+def _draft_aux_count(d: Deployment):
+    return _from_plan(d, "draft-aux-count")
+
+
+@rule(
+    "draft-ids-missing",
+    Severity.WARNING,
+    Stage.POST,
+    "No aux layer ids in the draft config",
+    "captures its default [2, L//2, L-3] silently (srt/models/deepseek_v2.py:3462-3465)",
+)
+def _draft_ids_missing(d: Deployment):
+    return _from_plan(d, "draft-ids-missing")
+
+
+@rule(
+    "draft-ids-undeclared",
+    Severity.WARNING,
+    Stage.POST,
+    "Ids without -1 and without a declared convention",
+    "reads them with the first-id heuristic (srt/models/deepseek_v2.py:3458-3473); the plugin keeps "
+    "that reading and asks for a declaration",
+)
+def _draft_ids_undeclared(d: Deployment):
+    return _from_plan(d, "draft-ids-undeclared")
+
+
+def _draft_and_target(check):
+    """For a rule that compares the draft's config with the target's: EAGLE-3 launches only, and
+    not checked unless both configs were read."""
+
+    @wraps(check)
+    def checked(d: Deployment):
+        if not d.eagle3:
+            return
+        if d.no_capture:
+            yield NotChecked(d.no_capture)
+            return
+        yield from check(d)
+
+    return checked
+
+
+@rule(
+    "draft-fc-width",
+    Severity.ERROR,
+    Stage.POST,
+    "The draft's fc weight does not read len(ids) x target hidden",
+    "fails in the fc matmul, or skips fc when the widths happen to match (llama_eagle3.py:238-247)",
+)
+def _draft_fc_width(d: Deployment):
+    if not d.eagle3:
+        return
+    plan = _plan(d)
+    hidden = d.draft_fields.get("target_hidden_size") or d.target_text.get("hidden_size")
+    if isinstance(plan, NotChecked):
+        yield plan
+        return
+    if d.draft_fc_in_features is None:
+        why = "its weights could not be read" if d.draft_weights_error else "no local fc.weight to read"
+        yield NotChecked(f"the draft's fc width is unknown: {why}")
+        return
+    if not isinstance(hidden, int):
+        yield NotChecked("neither the draft's target_hidden_size nor the target's hidden_size is an integer")
+        return
+    expected = len(plan.indices) * hidden
+    if d.draft_fc_in_features != expected:
+        yield (
+            f"the draft's fc.weight reads {d.draft_fc_in_features} features but the target would "
+            f"capture {len(plan.indices)} x {hidden} = {expected} ([{plan.describe()}]). The weights "
+            f"were trained for another number of aux states: fix the ids or the checkpoint."
+        )
+
+
+@rule(
+    "draft-target-hidden",
+    Severity.ERROR,
+    Stage.POST,
+    "The draft's target_hidden_size differs from the target's hidden_size",
+    "fails in the fc or in a static buffer copy (srt/speculative/eagle_utils.py:237-276)",
+)
+@_draft_and_target
+def _draft_target_hidden(d: Deployment):
+    draft, target_hidden = d.draft_fields, d.target_text.get("hidden_size")
+    declared = draft.get("target_hidden_size") or draft.get("hidden_size")
+    if not isinstance(target_hidden, int) or not isinstance(declared, int):
+        yield NotChecked("the draft's target_hidden_size or the target's hidden_size is not an integer")
+        return
+    if declared != target_hidden:
+        name = (
+            "target_hidden_size" if draft.get("target_hidden_size") else "hidden_size (no target_hidden_size)"
+        )
+        yield (
+            f"the draft's {name} is {declared} but the target's hidden_size is {target_hidden}: the "
+            f"draft was built for another target. Fix: use the draft trained for this target, or set "
+            f"target_hidden_size to {target_hidden} if the draft's own width differs on purpose."
+        )
+
+
+@rule(
+    "draft-vocab",
+    Severity.ERROR,
+    Stage.POST,
+    "Draft and target vocabularies disagree",
+    "fails at load or maps draft tokens to the wrong target tokens",
+)
+@_draft_and_target
+def _draft_vocab(d: Deployment):
+    draft, target_vocab = d.draft_fields, d.target_text.get("vocab_size")
+    vocab, draft_vocab = draft.get("vocab_size"), draft.get("draft_vocab_size")
+    if not isinstance(target_vocab, int):
+        yield NotChecked("the target's vocab_size is not an integer")
+        return
+    if isinstance(vocab, int) and vocab != target_vocab:
+        yield (
+            f"the draft's vocab_size is {vocab} but the target's is {target_vocab}. Fix: set the "
+            f"draft's vocab_size to {target_vocab} (a reduced draft vocabulary goes in draft_vocab_size)."
+        )
+    if isinstance(draft_vocab, int) and draft_vocab > target_vocab:
+        yield f"the draft's draft_vocab_size {draft_vocab} exceeds the target's vocab_size {target_vocab}."
+
+
+@rule(
+    "stock-misreads-draft",
+    Severity.ERROR,
+    Stage.POST,
+    "Stock SGLang would capture other tensors than the draft was trained on",
+    "dies at startup or serves the wrong tensors (first-id heuristic, nested ids only, ascending order)",
+)
+def _stock_misreads(d: Deployment):
+    if not d.eagle3 or not d.family or d.plugin_requested:
+        return
+    plan = _plan(d)
+    if isinstance(plan, NotChecked):
+        yield plan
+        return
+    stock_indices, outcome = stock_reading(d.draft, d.target_text["num_hidden_layers"])
+    if list(plan.indices) != stock_indices:
+        yield (
+            f"the draft reads [{plan.describe()}], but stock SGLang {outcome}. "
+            f"Fix: add --model-impl {MODEL_IMPL}."
+        )

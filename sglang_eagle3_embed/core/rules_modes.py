@@ -1,0 +1,91 @@
+"""The startup rules on what the plugin supports (the target's family, parallel and overlap modes,
+config overrides), and SGLang's own resolution refusing the launch. Pure module;
+:mod:`sglang_eagle3_embed.core.rules` runs them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from sglang_eagle3_embed.core.deployment import Deployment
+from sglang_eagle3_embed.core.errors import UnsupportedModeError
+from sglang_eagle3_embed.core.findings import Severity
+from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
+from sglang_eagle3_embed.core.rule_registry import Refused, Stage, rule
+
+
+@rule(
+    "target-not-deepseek",
+    Severity.ERROR,
+    Stage.POST,
+    "--model-impl sglang_eagle3_embed on a target outside the DeepSeek family",
+    "treats the unknown --model-impl like 'sglang'",
+)
+def _target_not_deepseek(d: Deployment):
+    if d.plugin_requested and d.target is not None and not d.family:
+        yield str(UnsupportedModeError.not_deepseek(d.target_arch))
+
+
+@rule(
+    "pipeline-parallel",
+    Severity.ERROR,
+    Stage.POST,
+    "Pipeline parallelism with EAGLE-3 on the DeepSeek family",
+    "captures on the last stage only (srt/models/deepseek_v2.py:3459-3460); the embedding and early "
+    "layers live on the first stage",
+)
+def _pipeline_parallel(d: Deployment):
+    pp = d.value("pp_size") or 1
+    if d.eagle3 and d.family and pp > 1:
+        yield str(UnsupportedModeError.pipeline_parallel(pp, f"EAGLE3 on {d.target_arch}"))
+
+
+@rule(
+    "two-batch-overlap",
+    Severity.ERROR,
+    Stage.POST,
+    "Two-batch overlap with EAGLE-3 on the DeepSeek family",
+    "runs the layers after first_k_dense_replace through model_forward_stages, which has no capture "
+    "point (srt/models/deepseek_v2.py:3163-3172, 3202-3210)",
+)
+def _two_batch_overlap(d: Deployment):
+    if d.eagle3 and d.family and d.value("enable_two_batch_overlap"):
+        yield str(UnsupportedModeError.two_batch_overlap(f"EAGLE3 on {d.target_arch}"))
+
+
+def _override_keys(value) -> set[str]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError:
+            return set()
+    return set(value) if isinstance(value, Mapping) else set()
+
+
+@rule(
+    "json-override-eagle-config",
+    Severity.ERROR,
+    Stage.POST,
+    "--json-model-override-args touching the draft's aux-state fields",
+    "applies the override to the target's config too (srt/configs/model_config.py:962)",
+)
+def _json_override(d: Deployment):
+    keys = {"eagle_config", IDS_FIELD, CONVENTION_FIELD, "num_aux_hidden_states"}
+    touched = sorted(keys & _override_keys(d.raw.get("json_model_override_args")))
+    if touched:
+        yield (
+            f"--json-model-override-args sets {', '.join(touched)}: SGLang applies it to the target's "
+            f"config as well as the draft's. Fix: edit the draft's config.json instead."
+        )
+
+
+@rule(
+    "sglang-resolution",
+    Severity.ERROR,
+    Stage.RESOLUTION,
+    "SGLang's own argument resolution refused the launch",
+    "raises its own error; `check` reports it verbatim instead of a traceback",
+)
+def _sglang_resolution(d: Deployment):
+    if isinstance(d, Refused) and d.refusal is not None:
+        yield f"{type(d.refusal).__name__}: {d.refusal}"
