@@ -12,8 +12,8 @@ checkpoint lays it out:
   (``srt/models/kimi_k25.py:890-904``);
 - the processor SGLang loads for every multimodal model, even with ``--skip-tokenizer-init``
   (``srt/managers/tokenizer_manager.py:612-628``): ``processor_config.json`` whose ``auto_map``
-  names ``processing_tiny_kimi_k25.py`` (written beside it: a copy of
-  :mod:`sglang_eagle3_embed.doctor.kimi_processing`), the pair's word-level tokenizer, and the
+  names ``processing_tiny_kimi_k25.py`` (written beside it: a copy of the package data file
+  ``doctor/data/kimi_processing.py.txt``), the pair's word-level tokenizer, and the
   media settings SGLang's Kimi processor reads (``srt/multimodal/processors/kimi_k25.py:538-556``).
   Like the real checkpoint's processor it is remote code: launch with ``--trust-remote-code``.
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from importlib import resources
 from pathlib import Path
 
 from sglang_eagle3_embed.doctor import cache
@@ -36,6 +37,8 @@ __all__ = [
 
 KIMI_ARCH = "KimiK25ForConditionalGeneration"
 PROCESSOR_MODULE = "processing_tiny_kimi_k25"
+PROCESSOR_SOURCE = "data/kimi_processing.py.txt"
+"""The processor's source, package data of ``sglang_eagle3_embed.doctor``."""
 
 
 def vision_config(
@@ -135,8 +138,9 @@ def vision_weights(config: dict, seed: int = 0) -> dict:
 
 
 def _write_processor(folder: Path) -> None:
-    # copied, not imported: it runs in the server's process as the checkpoint's remote code
-    shutil.copy(Path(__file__).with_name("kimi_processing.py"), folder / f"{PROCESSOR_MODULE}.py")
+    # package data, not a module: it runs in the server's process as the checkpoint's remote code
+    source = resources.files("sglang_eagle3_embed.doctor").joinpath(PROCESSOR_SOURCE).read_text()
+    (folder / f"{PROCESSOR_MODULE}.py").write_text(source)
     processor = {
         "processor_class": "TinyKimiK25Processor",
         "auto_map": {"AutoProcessor": f"{PROCESSOR_MODULE}.TinyKimiK25Processor"},

@@ -1,12 +1,6 @@
-"""A trainable twin of SGLang's ``LlamaForCausalLMEagle3`` (torch + transformers; no sglang).
-
-SGLang only runs EAGLE-3 drafts; training one needs a differentiable copy with the same parameter
-names, so that a checkpoint saved from it loads into SGLang 0.5.23 unchanged
-(``srt/models/llama_eagle3.py:325-380`` maps ``midlayer.*`` to ``layers.0``). The layer mirrors
-``srt/models/llama_eagle3.py:93-121,237-270``: ``fc`` maps the concatenated target hidden states
-to the draft width, the single layer attends over ``cat([input_layernorm(embeds),
-hidden_norm(fc(aux))])`` (a 2H-wide qkv) with the fc output as residual, then the MLP, and a final
-norm on ``mlp_out + residual``. Building blocks are transformers' Llama modules.
+"""The tiny EAGLE-3 draft of the tiny pair: its ``config.json`` and its distillation on a tiny
+target (:class:`~sglang_eagle3_embed.doctor.eagle3_draft.Eagle3Draft`, the twin of SGLang's
+``LlamaForCausalLMEagle3``), unrolled over chained steps as EAGLE-3 trains.
 """
 
 from __future__ import annotations
@@ -14,7 +8,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["Eagle3Draft", "draft_config_dict"]
+from sglang_eagle3_embed.doctor.eagle3_draft import Eagle3Draft
+
+__all__ = ["agreement", "draft_config_dict", "train_draft"]
 
 
 def draft_config_dict(hidden: int, vocab: int, heads: int, ids: list[int], target_hidden: int) -> dict:
@@ -38,73 +34,6 @@ def draft_config_dict(hidden: int, vocab: int, heads: int, ids: list[int], targe
         "torch_dtype": "float32",
         "eagle_config": {"eagle_aux_hidden_state_layer_ids": list(ids), "use_aux_hidden_state": True},
     }
-
-
-class _MidLayer(nn.Module):
-    def __init__(self, config):
-        from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP, LlamaRMSNorm
-
-        super().__init__()
-        hidden = config.hidden_size
-        wide = type(config)(**{**config.to_dict(), "hidden_size": 2 * hidden, "head_dim": config.head_dim})
-        wide._attn_implementation = "sdpa"
-        self.self_attn = LlamaAttention(wide, layer_idx=0)
-        self.self_attn.o_proj = nn.Linear(config.num_attention_heads * config.head_dim, hidden, bias=False)
-        self.mlp = LlamaMLP(config)
-        self.input_layernorm = LlamaRMSNorm(hidden, eps=config.rms_norm_eps)
-        self.hidden_norm = LlamaRMSNorm(hidden, eps=config.rms_norm_eps)
-        self.post_attention_layernorm = LlamaRMSNorm(hidden, eps=config.rms_norm_eps)
-
-
-class Eagle3Draft(nn.Module):
-    """``forward(embeds [B,T,H], aux [B,T,K*Ht]) -> logits [B,T,V]`` with causal attention."""
-
-    def __init__(self, config_dict: dict):
-        from transformers import LlamaConfig
-        from transformers.models.llama.modeling_llama import LlamaRMSNorm, LlamaRotaryEmbedding
-
-        super().__init__()
-        fields = {k: v for k, v in config_dict.items() if k != "eagle_config"}
-        self.config = LlamaConfig(**fields)
-        self.config.head_dim = self.config.hidden_size // self.config.num_attention_heads
-        ids = config_dict["eagle_config"]["eagle_aux_hidden_state_layer_ids"]
-        hidden = self.config.hidden_size
-        self.target_hidden = config_dict["target_hidden_size"]
-        self.fc = nn.Linear(len(ids) * self.target_hidden, hidden, bias=False)
-        self.midlayer = _MidLayer(self.config)
-        self.norm = LlamaRMSNorm(hidden, eps=self.config.rms_norm_eps)
-        self.lm_head = nn.Linear(hidden, config_dict["draft_vocab_size"], bias=False)
-        self.rotary = LlamaRotaryEmbedding(self.config)
-
-    def residual_in(self, aux: torch.Tensor) -> torch.Tensor:
-        """``fc(aux)`` for target features; the draft's own hidden states pass as they are
-        (SGLang applies fc only when the width differs, ``llama_eagle3.py:238``)."""
-        return aux if aux.shape[-1] == self.config.hidden_size else self.fc(aux)
-
-    def run(self, embeds, residual, positions=None, mask=None):
-        """One pass of the layer: returns ``(logits, pre-norm hidden)``; the pre-norm hidden is what
-        SGLang feeds the next draft step (``llama_eagle3.py:268-270``). ``mask`` is a boolean
-        ``[T, T]`` attention mask (True = may attend); None means causal."""
-        layer = self.midlayer
-        x = torch.cat([layer.input_layernorm(embeds), layer.hidden_norm(residual)], dim=-1)
-        if positions is None:
-            positions = torch.arange(embeds.shape[1], device=embeds.device)
-        cos_sin = self.rotary(x, positions[None].expand(embeds.shape[0], -1))
-        attn_mask = None if mask is None else mask[None, None].expand(embeds.shape[0], 1, -1, -1)
-        attn, _ = layer.self_attn(x, position_embeddings=cos_sin, attention_mask=attn_mask)
-        residual = attn + residual
-        pre_norm = layer.mlp(layer.post_attention_layernorm(residual)) + residual
-        return self.lm_head(self.norm(pre_norm)), pre_norm
-
-    def hidden(self, embeds: torch.Tensor, aux: torch.Tensor) -> torch.Tensor:
-        return self.norm(self.run(embeds, self.residual_in(aux))[1])
-
-    def forward(self, embeds: torch.Tensor, aux: torch.Tensor) -> torch.Tensor:
-        return self.run(embeds, self.residual_in(aux))[0]
-
-    def checkpoint(self) -> dict[str, torch.Tensor]:
-        """Weights named as SGLang's loader expects (rotary buffers dropped)."""
-        return {k: v.detach().clone() for k, v in self.state_dict().items() if not k.startswith("rotary")}
 
 
 def target_states(target, tokens: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:

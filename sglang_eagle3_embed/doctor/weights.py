@@ -1,8 +1,12 @@
-"""Read a model folder's ``*.safetensors`` into one state dict (torch + safetensors)."""
+"""Read a model folder's weights into one state dict (torch + safetensors): the files
+:func:`~sglang_eagle3_embed.core.model_folder.weight_files` names (the index's shards, else every
+``*.safetensors``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from sglang_eagle3_embed.core.model_folder import weight_files
 
 __all__ = ["read_safetensors", "read_tensor"]
 
@@ -10,7 +14,7 @@ __all__ = ["read_safetensors", "read_tensor"]
 def read_safetensors(folder: Path) -> dict:
     from safetensors.torch import load_file
 
-    files = sorted(Path(folder).glob("*.safetensors"))
+    files = weight_files(folder)
     if not files:
         raise FileNotFoundError(f"{folder} has no *.safetensors weights")
     weights = {}
@@ -24,7 +28,7 @@ def read_tensor(folder: Path, suffix: str):
     target's checkpoint does not fit in host memory)."""
     from safetensors import safe_open
 
-    for file in sorted(Path(folder).glob("*.safetensors")):
+    for file in weight_files(folder):
         with safe_open(str(file), framework="pt") as f:
             for name in f.keys():  # noqa: SIM118 (safe_open has keys(), no __iter__)
                 if name.endswith(suffix):

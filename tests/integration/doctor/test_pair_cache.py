@@ -47,7 +47,7 @@ def test_a_damaged_folder_is_rebuilt(cache, damage):
     assert again == pair
     for folder in (again.target, again.draft):
         assert json.loads((folder / MANIFEST).read_text())  # complete again
-    from sglang_eagle3_embed.doctor.probe import load_draft
+    from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
 
     load_draft(again.draft)
 

@@ -9,8 +9,10 @@ from transformers import AutoModelForCausalLM
 
 from sglang_eagle3_embed.cli import main
 from sglang_eagle3_embed.core.ids import Convention, id_to_capture_index
+from sglang_eagle3_embed.doctor.backends import HFBackend, SGLangCpuBackend
 from sglang_eagle3_embed.doctor.chain import accept_runs, draft_chain, walk
-from sglang_eagle3_embed.doctor.probe import HFBackend, SGLangCpuBackend, load_draft, run_probe
+from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
+from sglang_eagle3_embed.doctor.probe import run_probe
 from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict, train_draft
 from sglang_eagle3_embed.doctor.wirings import PLUGIN, STOCK, candidate_wirings
 

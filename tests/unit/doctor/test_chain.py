@@ -5,7 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sglang_eagle3_embed.doctor.chain import accept_runs, chain_mask, draft_chain, score, step1_hits, walk
-from sglang_eagle3_embed.doctor.tiny_draft import Eagle3Draft, draft_config_dict
+from sglang_eagle3_embed.doctor.eagle3_draft import Eagle3Draft
+from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict
 
 
 @given(n=st.integers(1, 6), blocks=st.integers(1, 4))

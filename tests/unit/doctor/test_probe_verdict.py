@@ -4,7 +4,7 @@ the reason. Synthetic scores: no model is run."""
 
 from sglang_eagle3_embed.core.ids import IDS_FIELD
 from sglang_eagle3_embed.doctor.chain import ChainScore
-from sglang_eagle3_embed.doctor.probe import ProbeReport, WiringResult
+from sglang_eagle3_embed.doctor.report import ProbeReport, WiringResult
 from sglang_eagle3_embed.doctor.wirings import PLUGIN, STOCK, Wiring, candidate_wirings
 
 

@@ -1,0 +1,136 @@
+"""The EAGLE-3 draft as the probe runs it: a trainable twin of SGLang's ``LlamaForCausalLMEagle3``
+(torch + transformers; no sglang), and :func:`load_draft`, which reads a draft folder into it.
+
+SGLang only runs EAGLE-3 drafts; scoring a real draft offline, or training a tiny one
+(:mod:`sglang_eagle3_embed.doctor.tiny_draft`), needs a differentiable copy with the same parameter
+names, so that a checkpoint saved from it loads into SGLang 0.5.23 unchanged
+(``srt/models/llama_eagle3.py:325-380`` maps ``midlayer.*`` to ``layers.0``). The layer mirrors
+``srt/models/llama_eagle3.py:93-121,237-270``: ``fc`` maps the concatenated target hidden states
+to the draft width, the single layer attends over ``cat([input_layernorm(embeds),
+hidden_norm(fc(aux))])`` (a 2H-wide qkv) with the fc output as residual, then the MLP, and a final
+norm on ``mlp_out + residual``. Building blocks are transformers' Llama modules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from sglang_eagle3_embed.core.errors import InputError
+from sglang_eagle3_embed.core.model_folder import read_config
+from sglang_eagle3_embed.doctor.weights import read_safetensors
+
+__all__ = ["Eagle3Draft", "load_draft"]
+
+
+class _MidLayer(nn.Module):
+    def __init__(self, config):
+        from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP, LlamaRMSNorm
+
+        super().__init__()
+        hidden = config.hidden_size
+        wide = type(config)(**{**config.to_dict(), "hidden_size": 2 * hidden, "head_dim": config.head_dim})
+        wide._attn_implementation = "sdpa"
+        self.self_attn = LlamaAttention(wide, layer_idx=0)
+        self.self_attn.o_proj = nn.Linear(config.num_attention_heads * config.head_dim, hidden, bias=False)
+        self.mlp = LlamaMLP(config)
+        self.input_layernorm = LlamaRMSNorm(hidden, eps=config.rms_norm_eps)
+        self.hidden_norm = LlamaRMSNorm(hidden, eps=config.rms_norm_eps)
+        self.post_attention_layernorm = LlamaRMSNorm(hidden, eps=config.rms_norm_eps)
+
+
+class Eagle3Draft(nn.Module):
+    """``forward(embeds [B,T,H], aux [B,T,K*Ht]) -> logits [B,T,V]`` with causal attention."""
+
+    def __init__(self, config_dict: dict):
+        from transformers import LlamaConfig
+        from transformers.models.llama.modeling_llama import LlamaRMSNorm, LlamaRotaryEmbedding
+
+        super().__init__()
+        fields = {k: v for k, v in config_dict.items() if k != "eagle_config"}
+        self.config = LlamaConfig(**fields)
+        self.config.head_dim = self.config.hidden_size // self.config.num_attention_heads
+        ids = config_dict["eagle_config"]["eagle_aux_hidden_state_layer_ids"]
+        hidden = self.config.hidden_size
+        self.target_hidden = config_dict["target_hidden_size"]
+        self.fc = nn.Linear(len(ids) * self.target_hidden, hidden, bias=False)
+        self.midlayer = _MidLayer(self.config)
+        self.norm = LlamaRMSNorm(hidden, eps=self.config.rms_norm_eps)
+        self.lm_head = nn.Linear(hidden, config_dict["draft_vocab_size"], bias=False)
+        self.rotary = LlamaRotaryEmbedding(self.config)
+
+    def residual_in(self, aux: torch.Tensor) -> torch.Tensor:
+        """``fc(aux)`` for target features; the draft's own hidden states pass as they are
+        (SGLang applies fc only when the width differs, ``llama_eagle3.py:238``)."""
+        return aux if aux.shape[-1] == self.config.hidden_size else self.fc(aux)
+
+    def run(self, embeds, residual, positions=None, mask=None):
+        """One pass of the layer: returns ``(logits, pre-norm hidden)``; the pre-norm hidden is what
+        SGLang feeds the next draft step (``llama_eagle3.py:268-270``). ``mask`` is a boolean
+        ``[T, T]`` attention mask (True = may attend); None means causal."""
+        layer = self.midlayer
+        x = torch.cat([layer.input_layernorm(embeds), layer.hidden_norm(residual)], dim=-1)
+        if positions is None:
+            positions = torch.arange(embeds.shape[1], device=embeds.device)
+        cos_sin = self.rotary(x, positions[None].expand(embeds.shape[0], -1))
+        attn_mask = None if mask is None else mask[None, None].expand(embeds.shape[0], 1, -1, -1)
+        attn, _ = layer.self_attn(x, position_embeddings=cos_sin, attention_mask=attn_mask)
+        residual = attn + residual
+        pre_norm = layer.mlp(layer.post_attention_layernorm(residual)) + residual
+        return self.lm_head(self.norm(pre_norm)), pre_norm
+
+    def hidden(self, embeds: torch.Tensor, aux: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.run(embeds, self.residual_in(aux))[1])
+
+    def forward(self, embeds: torch.Tensor, aux: torch.Tensor) -> torch.Tensor:
+        return self.run(embeds, self.residual_in(aux))[0]
+
+    def checkpoint(self) -> dict[str, torch.Tensor]:
+        """Weights named as SGLang's loader expects (rotary buffers dropped)."""
+        return {k: v.detach().clone() for k, v in self.state_dict().items() if not k.startswith("rotary")}
+
+
+def load_draft(folder: Path, device: str = "cpu"):
+    """The draft in ``folder`` as an :class:`Eagle3Draft` and its token map (``d2t``: draft vocab
+    index -> target token id, or None when the vocabularies are equal). The number of captures it
+    reads comes from its fc weight, which is what it was trained on."""
+    config = read_config(folder, folder_only=True)
+    if "LlamaForCausalLMEagle3" not in (config.get("architectures") or []):
+        raise InputError(
+            f"{folder}: probe reads LlamaForCausalLMEagle3 drafts, got {config.get('architectures')}"
+        )
+    config.setdefault("draft_vocab_size", config.get("vocab_size"))
+    config.setdefault("target_hidden_size", config.get("hidden_size"))
+    fields = ("hidden_size", "vocab_size", "num_attention_heads", "draft_vocab_size", "target_hidden_size")
+    missing = [k for k in fields if type(config.get(k)) is not int or config[k] < 1]
+    if missing:
+        raise InputError(f"{folder}/config.json has no positive integer {', '.join(missing)}")
+    weights = {}
+    for name, tensor in read_safetensors(folder).items():
+        name = name.removeprefix("model.").replace("layers.0.", "midlayer.")
+        weights[name] = tensor
+    d2t = weights.pop("d2t", None)
+    weights.pop("t2d", None)
+    fc = weights.get("fc.weight")
+    target_hidden = config["target_hidden_size"]
+    if fc is None or fc.dim() != 2 or fc.shape[1] % target_hidden:
+        shape = None if fc is None else tuple(fc.shape)
+        raise InputError(
+            f"{folder}: its fc.weight {shape} does not read a whole number of captures of "
+            f"target_hidden_size {target_hidden}"
+        )
+    config["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": list(range(fc.shape[1] // target_hidden))}
+    draft = Eagle3Draft(config)
+    try:
+        missing, unexpected = draft.load_state_dict(weights, strict=False)
+    except RuntimeError as exc:
+        raise InputError(f"{folder}: its weights do not match its config.json: {exc}") from None
+    missing = [m for m in missing if not m.startswith("rotary") and m != "embed_tokens.weight"]
+    if missing or [u for u in unexpected if u != "embed_tokens.weight"]:
+        raise InputError(
+            f"{folder}: weights do not match the draft config: missing {missing}, unexpected {unexpected}"
+        )
+    token_map = None if d2t is None else (torch.arange(d2t.numel()) + d2t).to(device)
+    return draft.to(device).eval(), token_map
