@@ -1,9 +1,10 @@
 """``sglang-eagle3-embed demo``: the failure and the fix on a tiny model pair, on CPU, in plain words.
 
-Everything shown comes from running code: the pair is trained (or loaded from the cache), stock
-SGLang 0.5.23's own DeepSeek-V3 model captures what stock SGLang would capture (and fails where it
-fails), the plugin's model captures what the draft was trained on, and the draft runs a greedy
-speculation chain on both to predict the accept length a server would measure.
+Everything shown comes from running code: the pair ships with the package (else it is trained
+into the cache), stock SGLang 0.5.23's own DeepSeek-V3 model captures what stock SGLang would
+capture (and fails where it fails), the plugin's model captures what the draft was trained on, and
+the draft runs a greedy speculation chain on both to predict the accept length a server would
+measure. It ends with :func:`closing_lines`: how to serve with the plugin from here.
 """
 
 from __future__ import annotations
@@ -20,9 +21,19 @@ from sglang_eagle3_embed.core.draft_config import resolve_capture_plan, stock_re
 from sglang_eagle3_embed.core.ids import IDS_FIELD, describe_capture_indices
 from sglang_eagle3_embed.doctor.chain import score, simulate
 
-__all__ = ["run_demo"]
+__all__ = ["SERVE", "closing_lines", "run_demo"]
 
 PROMPTS, PROMPT_LEN, NEW_TOKENS, STEPS = 64, 8, 40, 7
+
+SERVE = (
+    "python -m sglang.launch_server --model-path TARGET --speculative-algorithm EAGLE3 \\\n"
+    f"     --speculative-draft-model-path DRAFT --model-impl {MODEL_IMPL}"
+)
+"""The one flag, on SGLang's own launcher."""
+
+_NO_CUDA = "Cannot detect CUDA architecture."
+"""What SGLang logs when it imports its attention backends on a machine without CUDA
+(``srt/layers/attention/trtllm_mla_backend.py:182`` probes the GPU at import)."""
 
 
 def _say(text: str = "") -> None:
@@ -34,28 +45,68 @@ def _accept_length(draft, embedding, tokens, aux) -> float:
     return score(torch.cat(runs), hits, STEPS).accept_length
 
 
-def run_demo(cache_dir: Path | None = None) -> int:
+def closing_lines() -> list[str]:
+    """The demo's last lines: what works from here. The serve command when SGLang would load the
+    plugin in a new process; else why not, and the install from this checkout."""
+    from sglang_eagle3_embed.doctor.check import plugin_status
+
+    loads, why = plugin_status()
+    if loads:
+        return [
+            "The plugin is installed and SGLang will load it (from this checkout: pip install -e .).",
+            "Serve a real target and draft with one flag:",
+            f"   {SERVE}",
+        ]
+    return [
+        f"SGLang would not load the plugin here: {why}.",
+        "Install it from this checkout (pip install -e .), then serve with one flag:",
+        f"   {SERVE}",
+    ]
+
+
+class _CpuOnly(logging.Filter):
+    """Drops SGLang's "no CUDA here" warning: the demo runs on the CPU by design."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != _NO_CUDA
+
+
+def _quiet_libraries() -> None:
+    """Library chatter that says nothing to the demo's reader: warnings, transformers' progress and
+    info, SGLang's import-time probe for a GPU (only where there is none)."""
     import warnings
 
     from transformers.utils import logging as hf_logging
-
-    from sglang_eagle3_embed.doctor.pair import PairSpec, build_pair
-    from sglang_eagle3_embed.doctor.probe import HFBackend, load_draft
 
     warnings.filterwarnings("ignore")
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    if not torch.cuda.is_available():
+        logging.getLogger("sglang.kernels.jit.utils.arch").addFilter(_CpuOnly())
+
+
+def run_demo(cache_dir: Path | None = None) -> int:
+    from sglang_eagle3_embed.doctor.backends import HFBackend
+    from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
+    from sglang_eagle3_embed.doctor.pair import PairSpec, build_pair, shipped_pair
+
+    _quiet_libraries()
+    # The pair is tiny: one thread does its work, and threads beyond the free cores stall each other.
+    torch.set_num_threads(1)
     start = time.time()
     spec = PairSpec()
     layers = spec.target.num_layers
     _say("sglang-eagle3-embed demo: why an EAGLE-3 draft trained on the embedding output fails in")
     _say("stock SGLang on DeepSeek-architecture targets, and what the plugin changes.")
     _say()
-    _say(f"1. A tiny pair (built once, then cached): a {layers}-layer DeepSeek-V3 target trained on a small")
-    _say(f"   synthetic language, and an EAGLE-3 draft distilled from it on ids {list(spec.ids)}, i.e.")
+    _say(f"1. A tiny pair: a {layers}-layer DeepSeek-V3 target trained on a small synthetic language, and")
+    _say(f"   an EAGLE-3 draft distilled from it on ids {list(spec.ids)}, i.e.")
     _say(f"   cat([{describe_capture_indices([i + 1 for i in spec.ids])}]).")
-    pair = build_pair(spec, cache_dir)
+    pair = shipped_pair(spec)
+    if pair is None:
+        _say("   Not shipped with this install: training it once into the cache (a minute or two).")
+        pair = build_pair(spec, cache_dir)
     _say(f"   ready after {time.time() - start:.0f} s: {pair.target.parent}")
     config = json.loads((pair.draft / "config.json").read_text())
     draft, _ = load_draft(pair.draft)
@@ -113,8 +164,10 @@ def run_demo(cache_dir: Path | None = None) -> int:
     _say("In short:")
     _say(f"   stock SGLang : fails to start (nested ids) or accept length {stock_len:.2f} (top-level ids)")
     _say(f"   plugin       : accept length {plugin_len:.2f} either way (1.00 = speculation never helps)")
-    _say(f"   Fix: pip install sglang-eagle3-embed, then launch with --model-impl {MODEL_IMPL}.")
-    _say("   Check a real deployment first: sglang-eagle3-embed check <your launch arguments>")
+    _say("   Check a real deployment: sglang-eagle3-embed check <your launch arguments>")
     _say("   Measure a real draft under each wiring: sglang-eagle3-embed probe --target T --draft D")
     _say(f"(demo took {time.time() - start:.0f} s)")
+    _say()
+    for line in closing_lines():
+        _say(line)
     return 0

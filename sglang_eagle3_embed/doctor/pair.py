@@ -4,10 +4,16 @@
 trained DeepSeek-V3 target (:mod:`sglang_eagle3_embed.doctor.tiny_target`) and an EAGLE-3 draft
 (``LlamaForCausalLMEagle3``: ``config.json`` + ``model.safetensors``) distilled on the tensors its
 ``ids`` name. CPU-small by default; ``PairSpec(target=TargetSpec(num_layers=16, ...))`` for a GPU.
+
+CPU training runs on :data:`TRAIN_THREADS` torch threads whatever the caller set, so that a spec's
+key names the same bytes on a given CPU and torch (float sums split per thread round differently).
+The default pair also ships with the package (:data:`SHIPPED`, written by ``tools/demo_pair.py``):
+:func:`shipped_pair` finds it there, so the demo needs no training.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -25,9 +31,24 @@ from sglang_eagle3_embed.doctor.tiny_target import (
     default_cache_dir,
 )
 
-__all__ = ["Pair", "PairSpec", "build_pair", "write_config_variant"]
+__all__ = [
+    "SHIPPED",
+    "TRAIN_THREADS",
+    "Pair",
+    "PairSpec",
+    "build_pair",
+    "shipped_pair",
+    "write_config_variant",
+]
 
 DRAFT_SPEC_FILE = "tiny_draft_spec.json"
+
+TRAIN_THREADS = 1
+"""Torch threads for training on the CPU: fixed, so that the bytes a key names do not depend on the
+caller's thread count."""
+
+SHIPPED = Path(__file__).parent / "data" / "demo_pair"
+"""Package data: the default pair (``PairSpec()``), one folder per key as in a cache."""
 
 
 @dataclass(frozen=True)
@@ -99,11 +120,36 @@ def _draft_config(spec: PairSpec, hf_config) -> dict:
     return config
 
 
+def shipped_pair(spec: PairSpec) -> Pair | None:
+    """The pair of ``spec`` as shipped with the package, or None when none ships for its key or
+    a shipped file does not match its manifest (never repaired in place: the caller builds)."""
+    target, draft = SHIPPED / spec.target.key, SHIPPED / spec.key
+    if all(folder.is_dir() and cache.verify(folder) is None for folder in (target, draft)):
+        return Pair(target, draft, spec)
+    return None
+
+
+@contextlib.contextmanager
+def _train_threads(device: str):
+    """:data:`TRAIN_THREADS` torch threads while training on the CPU; the caller's afterwards."""
+    import torch
+
+    if device != "cpu":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(TRAIN_THREADS)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def build_pair(spec: PairSpec = PairSpec(), cache_dir: Path | None = None, device: str = "cpu") -> Pair:
     """Build (or find in the cache) the target and the draft of ``spec``; trained on ``device``
-    (the CPU is bit-reproducible; "cuda" is faster, for GPU-sized pairs). A complete pair is used
-    without a lock (a read-only cache works); a build locks, cleans what killed builds left, and
-    rebuilds what its manifest does not vouch for."""
+    (the CPU is bit-reproducible, on :data:`TRAIN_THREADS` threads; "cuda" is faster, for GPU-sized
+    pairs). A complete pair is used without a lock (a read-only cache works); a build locks, cleans
+    what killed builds left, and rebuilds what its manifest does not vouch for."""
     import filelock
 
     root = Path(cache_dir or default_cache_dir())
@@ -114,7 +160,8 @@ def build_pair(spec: PairSpec = PairSpec(), cache_dir: Path | None = None, devic
     root.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(str(root / f"{spec.key}.lock")):  # concurrent builders wait for the first
         cache.clean_stale(root)
-        return _build_pair(spec, root, device)
+        with _train_threads(device):
+            return _build_pair(spec, root, device)
 
 
 def _build_pair(spec: PairSpec, root: Path, device: str) -> Pair:

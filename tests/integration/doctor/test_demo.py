@@ -1,5 +1,7 @@
 """``sglang-eagle3-embed demo`` as a user runs it: a subprocess on CPU, plain words, both wirings and
-both predicted accept lengths, SGLang's own startup failure, no stack trace."""
+both predicted accept lengths, SGLang's own startup failure, no stack trace and nothing on stderr
+(no library chatter), ending with the serve command. On the pair shipped with the package: an
+empty cache stays empty."""
 
 import os
 import re
@@ -7,11 +9,10 @@ import subprocess
 import sys
 
 
-def test_demo_names_both_wirings_and_accept_lengths(tiny_pair):
+def test_demo_names_both_wirings_and_accept_lengths(tmp_path):
     env = {**os.environ, "TORCHDYNAMO_DISABLE": "1"}
-    cache = str(tiny_pair.target.parent)  # the pair is already built there
     done = subprocess.run(
-        [sys.executable, "-m", "sglang_eagle3_embed.cli", "demo", "--cache", cache],
+        [sys.executable, "-m", "sglang_eagle3_embed.cli", "demo", "--cache", str(tmp_path)],
         capture_output=True,
         text=True,
         env=env,
@@ -20,6 +21,9 @@ def test_demo_names_both_wirings_and_accept_lengths(tiny_pair):
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     assert "Traceback" not in out + done.stderr
+    assert done.stderr == ""
+    assert out.rstrip().endswith("--model-impl sglang_eagle3_embed")
+    assert list(tmp_path.iterdir()) == []  # the shipped pair: nothing trained, nothing cached
     assert "RuntimeError: captured 2 of 3 aux hidden states" in out  # SGLang's own packer
     assert "[output of layer 1, output of layer 2, output of layer 3]" in out  # stock's defaults
     assert out.count("captures [embedding output, output of layer 2, output of layer 4]") == 2
