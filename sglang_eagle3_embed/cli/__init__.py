@@ -9,7 +9,8 @@
 - ``pair`` builds (or finds in the cache) a tiny target/draft pair of a given size.
 
 Exit status of every command: 0 ok; 1 findings (the deployment or the draft is wrong, or the plugin
-misreads it); 2 a bad invocation or unreadable input, with the path or flag and what to do. Input a
+misreads it); 2 a bad invocation or unreadable input, with the path or flag and what to do; 130
+interrupted (Ctrl-C), in one line. Input a
 user can get wrong never ends in a traceback (``--debug`` shows one); with ``--json`` the output is
 JSON, errors included.
 """
@@ -23,10 +24,10 @@ import traceback
 
 from sglang_eagle3_embed import __version__
 from sglang_eagle3_embed.cli import check, demo, ids, pair, probe
-from sglang_eagle3_embed.cli._exit import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from sglang_eagle3_embed.cli._exit import EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from sglang_eagle3_embed.core.errors import InputError
 
-__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 COMMANDS = (ids, check, probe, demo, pair)  # one module each: add_parser(sub), run(args)
 
@@ -42,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="sglang-eagle3-embed",
         description=__doc__.splitlines()[0],
-        epilog="Exit status: 0 ok, 1 findings, 2 a bad invocation or unreadable input. "
+        epilog="Exit status: 0 ok, 1 findings, 2 a bad invocation or unreadable input, 130 interrupted. "
         "--debug (any command) shows the traceback of an error.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -52,14 +53,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _fail(message: str, as_json: bool, debug: bool) -> int:
+def _fail(message: str, as_json: bool, debug: bool, code: int = EXIT_USAGE, prefix: str = "error: ") -> int:
     if debug:
         traceback.print_exc()
     if as_json:
-        print(json.dumps({"ok": False, "error": message, "exit_code": EXIT_USAGE}, indent=2))
+        print(json.dumps({"ok": False, "error": message, "exit_code": code}, indent=2))
     else:
-        print(f"sglang-eagle3-embed: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
+        print(f"sglang-eagle3-embed: {prefix}{message}", file=sys.stderr)
+    return code
+
+
+def _interrupted(argv: list[str], as_json: bool, debug: bool) -> int:
+    """Ctrl-C: one line naming the command (JSON with --json), exit 130; --debug adds the traceback."""
+    names = {c.__name__.rsplit(".", 1)[-1] for c in COMMANDS}
+    command = next((a for a in argv if a in names), "")
+    if as_json:
+        return _fail(f"{command} interrupted".strip(), True, debug, EXIT_INTERRUPTED)
+    return _fail("interrupted", False, debug, EXIT_INTERRUPTED, f"{command}: " if command else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except InputError as exc:
         return _fail(str(exc), as_json, debug)
-    except KeyboardInterrupt:
-        raise
+    except KeyboardInterrupt:  # Ctrl-C, at any point of a command: never a traceback
+        return _interrupted(argv, as_json, debug)
     except Exception as exc:  # never a traceback for a user; --debug shows it
         return _fail(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)", as_json, debug)
 

@@ -63,6 +63,7 @@ def request(args):
 
 
 def run(args) -> int:
+    from sglang_eagle3_embed.core.atomic import write_atomic
     from sglang_eagle3_embed.doctor.probe import probe_folders
     from sglang_eagle3_embed.doctor.request import check_output
 
@@ -71,5 +72,5 @@ def run(args) -> int:
     text = json.dumps(report.as_dict(), indent=2)
     print(text if args.json else report.table())
     if output:
-        output.write_text(text)
+        write_atomic(output, text, "--output")  # whole or not at all; the old file kept on failure
     return EXIT_OK if report.plugin_ok else EXIT_FINDINGS

@@ -191,6 +191,20 @@ def _draft_and_target(check):
     return checked
 
 
+def fc_width_mismatch(fc_in_features: int, plan: CapturePlan, hidden: int) -> str | None:
+    """What is wrong when a draft's fc reads other than ``len(plan.indices) x hidden`` features
+    (None when it reads that): rule ``draft-fc-width``, and ``probe``'s refusal before it loads a
+    model (``doctor/request.py``)."""
+    expected = len(plan.indices) * hidden
+    if fc_in_features == expected:
+        return None
+    return (
+        f"the draft's fc.weight reads {fc_in_features} features but the target would "
+        f"capture {len(plan.indices)} x {hidden} = {expected} ([{plan.describe()}]). The weights "
+        f"were trained for another number of aux states: fix the ids or the checkpoint."
+    )
+
+
 @rule(
     "draft-fc-width",
     Severity.ERROR,
@@ -213,13 +227,9 @@ def _draft_fc_width(d: Deployment):
     if not isinstance(hidden, int):
         yield NotChecked("neither the draft's target_hidden_size nor the target's hidden_size is an integer")
         return
-    expected = len(plan.indices) * hidden
-    if d.draft_fc_in_features != expected:
-        yield (
-            f"the draft's fc.weight reads {d.draft_fc_in_features} features but the target would "
-            f"capture {len(plan.indices)} x {hidden} = {expected} ([{plan.describe()}]). The weights "
-            f"were trained for another number of aux states: fix the ids or the checkpoint."
-        )
+    mismatch = fc_width_mismatch(d.draft_fc_in_features, plan, hidden)
+    if mismatch:
+        yield mismatch
 
 
 @rule(

@@ -20,7 +20,13 @@ from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.core.model_folder import ModelFolder
 from sglang_eagle3_embed.doctor.chain import score, simulate
 from sglang_eagle3_embed.doctor.report import ProbeReport, WiringResult
-from sglang_eagle3_embed.doctor.request import ProbeRequest, check_roles, check_widths, load_prompts
+from sglang_eagle3_embed.doctor.request import (
+    ProbeRequest,
+    check_capture,
+    check_roles,
+    check_widths,
+    load_prompts,
+)
 from sglang_eagle3_embed.doctor.wirings import Wiring
 
 __all__ = ["probe_folders", "run_probe"]
@@ -83,9 +89,9 @@ def run_probe(
 
 def probe_folders(request: ProbeRequest) -> ProbeReport:
     """The command's probe: every input checked first (the folders, their configs and weights'
-    headers, their roles, the prompts, the draft's widths against the target), then the backend,
-    the draft and the candidate wirings of ``request``. Input a user can get wrong raises
-    :class:`InputError`."""
+    headers, their roles, the target's layers and the draft's fc against its ids, the prompts, the
+    draft's widths against the target), then the backend, the draft and the candidate wirings of
+    ``request``. Input a user can get wrong raises :class:`InputError`."""
     from sglang_eagle3_embed.doctor.backends import make_backend
     from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
     from sglang_eagle3_embed.doctor.wirings import candidate_wirings
@@ -95,6 +101,7 @@ def probe_folders(request: ProbeRequest) -> ProbeReport:
     draft_folder = ModelFolder.read(request.draft, "--draft")
     draft_folder.check_weights()
     check_roles(target, draft_folder)
+    check_capture(target, draft_folder)  # before a model loads: no late StopIteration or empty max()
     prompts = load_prompts(request)
     try:
         backend = make_backend(request.backend, target.path, request.device, dict(request.engine_args))

@@ -3,14 +3,14 @@
 The command line builds one :class:`ProbeRequest` from its flags (``cli/probe.py``); nothing below
 it sees an argparse namespace. Every check raises :class:`InputError` naming the flag or path and
 what to do, before any forward pass: the numbers when the request is made, the engine arguments and
-``--output`` as the command line reads them, the folders' roles and the draft's widths against the
-target once they are read (:func:`sglang_eagle3_embed.doctor.probe.probe_folders`).
+``--output`` as the command line reads them, the folders' roles, the target's layers and the
+draft's fc against its ids (configs and weights' headers, before any model loads), and the draft's
+widths against the target once they are read (:func:`sglang_eagle3_embed.doctor.probe.probe_folders`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,11 +18,16 @@ from pathlib import Path
 import torch
 
 from sglang_eagle3_embed import FAMILY
-from sglang_eagle3_embed.core.errors import InputError
-from sglang_eagle3_embed.core.model_folder import ModelFolder, read_json
+from sglang_eagle3_embed.core.atomic import check_writable
+from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
+from sglang_eagle3_embed.core.model_folder import ModelFolder, fc_in_features, read_json, text_config
+from sglang_eagle3_embed.core.rules_draft import fc_width_mismatch
+from sglang_eagle3_embed.doctor.wirings import candidate_wirings
 
 __all__ = [
-    "ProbeRequest", "check_output", "check_roles", "check_widths", "load_prompts", "parse_engine_args",
+    "ProbeRequest", "check_capture", "check_output", "check_roles", "check_widths", "load_prompts",
+    "parse_engine_args",
 ]  # fmt: skip
 
 DRAFT_ARCH = "LlamaForCausalLMEagle3"
@@ -74,17 +79,10 @@ def parse_engine_args(items) -> dict:
 
 
 def check_output(path: str | None) -> Path | None:
-    """The ``--output`` file, checked before the run (its folder exists and can be written)."""
-    if not path:
-        return None
-    out = Path(path).expanduser()
-    if out.is_dir():
-        raise InputError(f"--output {path} is a folder; name a file in it")
-    if not out.parent.is_dir():
-        raise InputError(f"--output {path}: the folder {out.parent} does not exist; create it first")
-    if not os.access(out.parent, os.W_OK):
-        raise InputError(f"--output {path}: the folder {out.parent} cannot be written")
-    return out
+    """The ``--output`` file, checked before the run: a file can be created in its folder
+    (:func:`~sglang_eagle3_embed.core.atomic.check_writable`); it is written with
+    :func:`~sglang_eagle3_embed.core.atomic.write_atomic`."""
+    return check_writable(path, "--output") if path else None
 
 
 def check_roles(target: ModelFolder, draft: ModelFolder) -> None:
@@ -96,6 +94,38 @@ def check_roles(target: ModelFolder, draft: ModelFolder) -> None:
         )
     if DRAFT_ARCH not in draft.architectures:
         raise InputError(f"--draft {draft.path}: probe reads {DRAFT_ARCH} drafts, not {draft.architectures}")
+
+
+def check_capture(target: ModelFolder, draft: ModelFolder) -> None:
+    """Before any model loads: the target has layers (a positive ``num_hidden_layers``), and the
+    draft's fc (its weights' headers) reads as many target states as its ids capture (rule
+    ``draft-fc-width``'s test and words); where the plugin refuses the ids, some reading of them
+    must still fit the fc, or there is nothing to score. A fc that is missing, or that does not
+    divide by the target's hidden size, is named once the draft loads (:func:`check_widths`)."""
+    num_layers = target.num_layers
+    hidden = text_config(target.config).get("hidden_size")
+    fc = fc_in_features(draft.path, "--draft")
+    declared = draft.config.get("target_hidden_size")
+    known = fc is not None and isinstance(hidden, int) and hidden > 0 and declared in (None, hidden)
+    if not known or fc % hidden:
+        return
+    where = (
+        f"--draft {draft.path} (ids in {draft.config_path}, fc.weight in its weights) with --target "
+        f"{target.path} ({num_layers} layers, hidden size {hidden})"
+    )
+    try:
+        plan = resolve_capture_plan(draft.config, num_layers)
+    except DraftConfigError as exc:
+        if not any(w.indices for w in candidate_wirings(draft.config, num_layers, fc // hidden)):
+            raise InputError(
+                f"{where}: the plugin refuses the ids ({exc}) and no other reading of them gives the "
+                f"{fc // hidden} captures the draft's fc reads ({fc} features): nothing to compare. "
+                f"Fix the ids or the checkpoint."
+            ) from None
+        return
+    mismatch = fc_width_mismatch(fc, plan, hidden)
+    if mismatch:
+        raise InputError(f"{where}: {mismatch}")
 
 
 def check_widths(request: ProbeRequest, backend, draft, token_map) -> None:

@@ -114,6 +114,18 @@ def broken(tiny_pair, tmp_path, what):
         return draft, target, []
     if what == "draft for another target width":
         return target, other_width_draft(tmp_path / "d"), []
+    if what in ("draft with an id more than its fc reads", "draft with an id fewer than its fc reads"):
+        d = copy_folder(draft, tmp_path / "d")
+        config = json.loads((d / "config.json").read_text())
+        config["eagle_config"][IDS_FIELD] = [-1, 2, 4, 5] if "more" in what else [-1, 4]
+        (d / "config.json").write_text(json.dumps(config))
+        return target, d, []
+    if what == "target with 0 layers":
+        t = copy_folder(target, tmp_path / "t")
+        config = json.loads((t / "config.json").read_text())
+        config["num_hidden_layers"] = 0
+        (t / "config.json").write_text(json.dumps(config))
+        return t, draft, []
     if what == "empty prompts file":
         (tmp_path / "prompts.txt").write_text("\n\n")
         return target, draft, ["--prompts", tmp_path / "prompts.txt"]
@@ -133,6 +145,9 @@ BAD_PROBES = {
     "target config that disagrees with its weights": "differs from what its config.json describes",
     "Kimi config that disagrees with its weights": "differs from what its config.json describes",
     "draft for another target width": "fc reads 96",
+    "draft with an id more than its fc reads": "reads 192 features but the target would capture 4 x 64",
+    "draft with an id fewer than its fc reads": "reads 192 features but the target would capture 2 x 64",
+    "target with 0 layers": "has no integer num_hidden_layers (found 0)",
     "empty prompts file": "prompts.txt",
     "output into a missing folder": "report.json",
     "--num-prompts=0": "--num-prompts",

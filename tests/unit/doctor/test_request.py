@@ -9,8 +9,10 @@ import torch
 
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.core.model_folder import ModelFolder
+from sglang_eagle3_embed.doctor.probe import probe_folders
 from sglang_eagle3_embed.doctor.request import (
     ProbeRequest,
+    check_capture,
     check_output,
     check_roles,
     load_prompts,
@@ -87,3 +89,75 @@ def test_prompts_from_a_file_of_token_ids_or_uniform_over_the_vocabulary(tmp_pat
         prompts.write_text(text)
         with pytest.raises(InputError, match=expected):
             load_prompts(ProbeRequest(target, Path("d"), prompts=prompts))
+
+
+def weights(path: Path, tensors: dict[str, list[int]]) -> None:
+    """A model.safetensors of zeros (F32) with the given shapes, its header written by hand."""
+    header, offset = {}, 0
+    for name, shape in tensors.items():
+        size = 4 * int(torch.tensor(shape).prod())
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    raw = json.dumps(header).encode()
+    (path / "model.safetensors").write_bytes(len(raw).to_bytes(8, "little") + raw + bytes(offset))
+
+
+def pair_folders(tmp_path, *, ids, fc_captures, layers=7, hidden=4) -> tuple[Path, Path]:
+    """A target of ``layers`` layers and a draft whose config names ``ids`` and whose fc reads
+    ``fc_captures`` states: configs and headers only."""
+    target = folder(tmp_path, "t", {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": layers,
+                                    "hidden_size": hidden, "vocab_size": 50}).path  # fmt: skip
+    weights(target, {"model.embed_tokens.weight": [50, hidden]})
+    config = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": hidden, "target_hidden_size": hidden,
+              "eagle_config": {"eagle_aux_hidden_state_layer_ids": ids}}  # fmt: skip
+    draft = folder(tmp_path, "d", config).path
+    weights(draft, {"fc.weight": [hidden, fc_captures * hidden]})
+    return target, draft
+
+
+def no_model_loads(monkeypatch) -> None:
+    from sglang_eagle3_embed.doctor import backends
+
+    def load(*args, **kwargs):
+        raise AssertionError("a model loaded before the inputs were checked")
+
+    monkeypatch.setattr(backends, "make_backend", load)
+
+
+def check(target: Path, draft: Path) -> None:
+    check_capture(ModelFolder.read(target, "--target"), ModelFolder.read(draft, "--draft"))
+
+
+@pytest.mark.parametrize(
+    ("ids", "fc_captures", "expected"),
+    [([-1, 2, 4, 5], 3, "reads 12 features but the target would capture 4 x 4 = 16"),
+     ([-1, 2, 4], 4, "reads 16 features but the target would capture 3 x 4 = 12"),
+     ([-1, 2, 40], 2, "the plugin refuses the ids .* no other reading of them gives the 2 captures")],
+)  # fmt: skip
+def test_a_draft_whose_fc_disagrees_with_its_ids_is_refused_before_a_model_loads(
+    tmp_path, monkeypatch, ids, fc_captures, expected
+):
+    target, draft = pair_folders(tmp_path, ids=ids, fc_captures=fc_captures)
+    with pytest.raises(InputError, match=expected) as err:
+        check(target, draft)
+    assert f"--draft {draft} (ids in {draft / 'config.json'}" in str(err.value)
+    assert "hidden size 4" in str(err.value) and "7 layers" in str(err.value)
+
+    no_model_loads(monkeypatch)
+    with pytest.raises(InputError, match=expected):
+        probe_folders(ProbeRequest(target, draft))
+
+
+def test_a_target_without_layers_is_refused_before_a_model_loads(tmp_path, monkeypatch):
+    no_model_loads(monkeypatch)
+    target, draft = pair_folders(tmp_path, ids=[-1, 2, 4], fc_captures=3, layers=0)
+    with pytest.raises(
+        InputError, match=f"--target {target / 'config.json'}: has no integer num_hidden_layers"
+    ):
+        probe_folders(ProbeRequest(target, draft))
+
+
+def test_a_draft_whose_fc_fits_its_ids_passes(tmp_path):
+    check(*pair_folders(tmp_path, ids=[-1, 2, 4], fc_captures=3))
+    (tmp_path / "two").mkdir()
+    check(*pair_folders(tmp_path / "two", ids=[0, 3], fc_captures=2))
