@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 
@@ -73,6 +74,7 @@ def _interrupted(argv: list[str], as_json: bool, debug: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    as_program = argv is None  # the console script or `python -m`: this process is the command
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
@@ -88,7 +90,15 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         return _fail(str(exc), as_json, debug)
     except KeyboardInterrupt:  # Ctrl-C, at any point of a command: never a traceback
-        return _interrupted(argv, as_json, debug)
+        code = _interrupted(argv, as_json, debug)
+        if as_program:
+            # a library interrupted half-way (torch mid-import, a lock being released) can raise it
+            # again while the interpreter shuts down and end the process with the signal's status
+            # instead: leave now, with 130
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
     except Exception as exc:  # never a traceback for a user; --debug shows it
         return _fail(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)", as_json, debug)
 
