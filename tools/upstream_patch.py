@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -285,22 +286,52 @@ def format_problems(root: Path, step: Step) -> list[str]:
     return problems
 
 
+def step_trees(work: Path, steps: list[Step] | None = None) -> dict[int, Path]:
+    """Roots of the installed sglang with the first k PRs applied, for k = 0 .. len(steps)."""
+    steps = steps or series()
+    return {k: patched_tree(work / f"step{k}", k, steps).parent for k in range(len(steps) + 1)}
+
+
+def failures_per_file(trees: dict[int, Path], steps: list[Step] | None = None) -> dict[int, dict]:
+    """Per tree k: the test files of the steps up to k + 1, run together in one pytest (step
+    k + 1's files copied in from the tree that adds them), each with its count of failing tests
+    (``files``), and the end of pytest's output (``log``)."""
+    steps = steps or series()
+    found = {}
+    for k, root in trees.items():
+        files = [t for s in steps[: k + 1] for t in s.tests]
+        if k < len(steps):
+            copy_tests(root, steps[k], trees[k + 1])
+        report = root / "report.xml"
+        run = run_tests(root, [*files, f"--junitxml={report}"])
+        per_file = dict.fromkeys(files, 0)
+        for case in ET.parse(report).iter("testcase"):
+            name = case.get("classname") or case.get("name")  # a collection error has no class
+            rel = name.replace(".", "/") + ".py"
+            rel = rel if rel in per_file else name.rsplit(".", 1)[0].replace(".", "/") + ".py"
+            if case.find("failure") is not None or case.find("error") is not None:
+                per_file[rel] = per_file.get(rel, 0) + 1
+        found[k] = {"files": per_file, "log": run.stdout[-3000:]}
+    return found
+
+
 def check_series(work: Path) -> list[str]:
     """Every step of the series in order: the patch applies; every test file of the steps so far
     passes; the step's own tests fail on the tree before it (each PR's tests need its change);
     its test files register to a suite the installed sglang knows, use ``CustomTestCase``, and
     its added lines pass the pinned formatters. Returns the problems found, one line each."""
     steps, problems = series(), []
-    trees = {0: patched_tree(work / "step0", 0).parent}
+    trees = step_trees(work, steps)
+    outcomes = failures_per_file(trees, steps)
     for step in steps:
-        before, after = trees[step.number - 1], patched_tree(work / f"step{step.number}", step.number).parent
-        trees[step.number] = after
-        run = run_tests(after, [t for s in steps[: step.number] for t in s.tests])
-        if run.returncode != 0:
-            problems.append(f"{step.name}: the tests fail with the series up to it:\n{run.stdout[-3000:]}")
-        copy_tests(before, step, after)
-        if run_tests(before, step.tests).returncode == 0:
-            problems.append(f"{step.name}: its tests pass without its change")
+        with_it, without = outcomes[step.number], outcomes[step.number - 1]
+        failing = [rel for s in steps[: step.number] for rel in s.tests if with_it["files"][rel]]
+        if failing:
+            problems.append(f"{step.name}: {failing} fail with the series up to it:\n{with_it['log']}")
+        passing = [rel for rel in step.tests if not without["files"][rel]]
+        if passing:
+            problems.append(f"{step.name}: {passing} pass without its change")
+        after = trees[step.number]
         for rel in step.tests:
             problems += registration_problems(after / rel) + custom_test_case_problems(after / rel)
         problems += format_problems(after, step)

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import textwrap
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -22,30 +21,13 @@ LAST = len(STEPS)
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory):
     """The installed sglang with the first k PRs applied, for k = 0 .. LAST (roots)."""
-    work = tmp_path_factory.mktemp("series")
-    return {k: upstream_patch.patched_tree(work / f"step{k}", k).parent for k in range(LAST + 1)}
+    return upstream_patch.step_trees(tmp_path_factory.mktemp("series"), STEPS)
 
 
 @pytest.fixture(scope="module")
 def outcomes(trees):
-    """Per tree k: each test file of the steps up to k + 1, run together, with its failure count
-    (step k + 1's files are copied in from the tree that adds them)."""
-    found = {}
-    for k, root in trees.items():
-        files = [t for s in STEPS[: k + 1] for t in s.tests]
-        if k < LAST:
-            upstream_patch.copy_tests(root, STEPS[k], trees[k + 1])
-        report = root / "report.xml"
-        run = upstream_patch.run_tests(root, [*files, f"--junitxml={report}"])
-        per_file = {f: 0 for f in files}
-        for case in ET.parse(report).iter("testcase"):
-            name = case.get("classname") or case.get("name")  # a collection error has no class
-            rel = name.replace(".", "/") + ".py"
-            rel = rel if rel in per_file else name.rsplit(".", 1)[0].replace(".", "/") + ".py"
-            if case.find("failure") is not None or case.find("error") is not None:
-                per_file[rel] = per_file.get(rel, 0) + 1
-        found[k] = {"files": per_file, "log": run.stdout[-3000:]}
-    return found
+    """Per tree k: each test file of the steps up to k + 1 with its failure count."""
+    return upstream_patch.failures_per_file(trees, STEPS)
 
 
 def test_series_is_numbered_and_patches_never_edit_an_earlier_test():
