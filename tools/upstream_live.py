@@ -15,9 +15,11 @@ tokens and per-request accept lengths with the plugin's. Patched trees are link 
 installed sglang with the patches applied (``tools.upstream_patch.patched_tree``); the plugin is
 installed into a folder of its own that only the plugin server has on its ``PYTHONPATH``, and
 every server runs from an empty folder, so that no other server can load it. Run on the GPU
-machine with the bundle's sglang first on ``PYTHONPATH`` (docs/benchmarks.md has the command):
+machine with the bundle's sglang first on ``PYTHONPATH`` (docs/benchmarks.md has the command).
+Six servers take longer than one device command may run, so split them over two calls:
 
-    python -m tools.upstream_live OUT_DIR
+    python -m tools.upstream_live OUT_DIR --servers stock-nested,stock-top,pr1-nested,plugin-nested
+    python -m tools.upstream_live OUT_DIR2 --servers plugin-nested,pr2-top,pr1-top
 """
 
 from __future__ import annotations
@@ -93,7 +95,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--budget-s", type=float, default=520, help="start no server after this")
+    parser.add_argument(
+        "--servers",
+        type=lambda v: v.split(","),
+        default=[name for name, _, _ in JOBS],
+        help="comma-separated servers to run, in this order (default: all six; about 100 s each)",
+    )
     args = parser.parse_args()
+    known = {name: (name, upto, placement) for name, upto, placement in JOBS}
+    unknown = [name for name in args.servers if name not in known]
+    if unknown:
+        parser.error(f"--servers: unknown {', '.join(unknown)}; choose from {', '.join(known)}")
+    jobs = [known[name] for name in args.servers]
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -116,7 +129,7 @@ def main() -> int:
     os.chdir(run_dir)
 
     results, rows = {}, []
-    for name, upto, placement in JOBS:
+    for name, upto, placement in jobs:
         if time.time() - started > args.budget_s:
             rows.append({"server": name, "skipped": "time budget"})
             continue
