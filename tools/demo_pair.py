@@ -3,8 +3,9 @@
 ``sglang-eagle3-embed demo`` runs on the default CPU pair (``PairSpec()``: a 7-layer DeepSeek-V3
 target and its draft on ``[-1, 2, 4]``). Training it would take most of the demo's time, so the pair
 ships as package data in ``sglang_eagle3_embed/doctor/data/demo_pair/``: one folder per cache key,
-exactly as :func:`~sglang_eagle3_embed.doctor.pair.build_pair` writes them (manifests included), and
-``built_with.json`` (torch version, CPU capability, torch threads). The demo uses it while its keys
+exactly as :func:`~sglang_eagle3_embed.doctor.pair.build_pair` writes them (manifests, and the draft's
+record of the target build it was trained on, included), and ``built_with.json`` (torch version, CPU
+capability, torch threads). The demo uses it while its keys
 match ``PairSpec()`` and its manifests vouch for its files
 (:func:`~sglang_eagle3_embed.doctor.pair.shipped_pair`); otherwise it trains the pair into the cache.
 

@@ -73,6 +73,19 @@ def _interrupted(argv: list[str], as_json: bool, debug: bool) -> int:
     return _fail("interrupted", False, debug, EXIT_INTERRUPTED, f"{command}: " if command else "")
 
 
+def _json_help(argv: list[str]) -> int:
+    """``--help`` or ``--version`` with ``--json``: argparse's text as one JSON document."""
+    if "--version" in argv and not {"-h", "--help"} & set(argv):
+        print(json.dumps({"ok": True, "version": __version__}, indent=2))
+        return EXIT_OK
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    command = next((a for a in argv if a in commands), None)
+    text = (commands[command] if command else parser).format_help()
+    print(json.dumps({"ok": True, "command": command, "help": text}, indent=2))
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     as_program = argv is None  # the console script or `python -m`: this process is the command
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -85,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[0] == "check":  # everything after `check` belongs to SGLang's parser
             return check.run(argv[1:])
+        if as_json and {"-h", "--help", "--version"} & set(argv):
+            return _json_help(argv)
         args = build_parser().parse_args(argv)
         return args.func(args)
     except InputError as exc:

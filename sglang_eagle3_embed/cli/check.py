@@ -6,6 +6,8 @@ The command only: its arguments are SGLang's (everything after ``check``), the w
 
 from __future__ import annotations
 
+import json
+
 from sglang_eagle3_embed.cli._exit import EXIT_FINDINGS, EXIT_OK
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.core.findings import Severity
@@ -25,13 +27,15 @@ def add_parser(sub) -> None:
 
 
 def run(argv: list[str]) -> int:
-    """``check ARGV``: everything after ``check`` belongs to SGLang's parser."""
-    if not argv or argv[0] in ("-h", "--help"):
-        print(CHECK_USAGE)
-        if not argv:
-            raise InputError("check needs the arguments of python -m sglang.launch_server")
-        return EXIT_OK
+    """``check ARGV``: everything after ``check`` belongs to SGLang's parser, except ``--json`` and a
+    ``-h``/``--help`` anywhere, which print check's own usage (JSON with ``--json``)."""
     as_json = "--json" in argv
+    if not argv:
+        print(CHECK_USAGE)
+        raise InputError("check needs the arguments of python -m sglang.launch_server")
+    if "-h" in argv or "--help" in argv:
+        print(json.dumps({"ok": True, "usage": CHECK_USAGE}, indent=2) if as_json else CHECK_USAGE)
+        return EXIT_OK
     argv = [a for a in argv if a != "--json"]
     from sglang_eagle3_embed.doctor.check import LaunchArgumentsError, render_json, render_table, run_check
 

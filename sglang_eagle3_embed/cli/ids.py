@@ -1,15 +1,16 @@
 """``sglang-eagle3-embed ids``: which target tensors a draft config selects, under the plugin and
-under stock SGLang 0.5.23 (pure: imports neither torch nor sglang)."""
+under stock SGLang 0.5.23 for the target's architecture (pure: imports neither torch nor sglang)."""
 
 from __future__ import annotations
 
 import json
 
-from sglang_eagle3_embed import MODEL_IMPL
+from sglang_eagle3_embed import FAMILY, MODEL_IMPL
 from sglang_eagle3_embed.cli._exit import EXIT_FINDINGS, EXIT_OK
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan, stock_reading
-from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
+from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.errors import DraftConfigError, InputError, UnsupportedModeError
 from sglang_eagle3_embed.core.model_folder import config_file, layer_count, read_config, read_json
+from sglang_eagle3_embed.core.stock_sglang import stock_reading
 
 __all__ = ["add_parser", "run"]
 
@@ -26,20 +27,34 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     draft = read_config(args.draft, "draft config", any_json=True)  # any JSON: the plan judges it
+    arch = None  # --num-layers: a DeepSeek-family target, the one the plugin serves
     if args.num_layers is not None:
         if args.num_layers < 1:
             raise InputError(f"--num-layers {args.num_layers}: a target has at least one layer")
         layers = args.num_layers
     else:
         file = config_file(args.target, "target config")
-        layers = layer_count(
-            read_json(file, "target config"), file, "target config", "pass --num-layers N instead"
-        )
-    stock_indices, stock_outcome = stock_reading(draft, layers)
+        target = read_json(file, "target config")
+        layers = layer_count(target, file, "target config", "pass --num-layers N instead")
+        archs = target.get("architectures") if isinstance(target, dict) else None
+        if archs is not None:  # absent: read as the DeepSeek family, as with --num-layers
+            arch = (
+                archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else repr(archs)
+            )
+    stock = stock_reading(draft, layers, arch)
+    stock_fields = {
+        "stock_sglang": stock.outcome,
+        "stock_reading": stock.reading,
+        "stock_capture_indices": None if stock.indices is None else list(stock.indices),
+    }
     try:
+        if arch is not None and arch not in FAMILY:
+            raise UnsupportedModeError.not_deepseek(arch)
         plan = resolve_capture_plan(draft, layers)
     except DraftConfigError as exc:
-        result = {"ok": False, "error": str(exc), "rule": exc.rule, "stock_sglang": stock_outcome}
+        result = {"ok": False, "error": str(exc), "rule": exc.rule, **stock_fields}
+    except UnsupportedModeError as exc:
+        result = {"ok": False, "error": str(exc), "rule": "target-not-deepseek", **stock_fields}
     else:
         result = {
             "ok": True,
@@ -49,20 +64,22 @@ def run(args) -> int:
             "capture_indices": list(plan.indices),
             "plugin": plan.describe(),
             "warnings": [w.message for w in plan.warnings],
-            "stock_sglang": stock_outcome,
-            "stock_capture_indices": stock_indices,
+            **stock_fields,
         }
+    if arch is not None:
+        result["target_architecture"] = arch
     if args.json:
         print(json.dumps(result, indent=2))
     elif result["ok"]:
         print(f"target layers         : {layers}")
+        print(f"target architecture   : {arch or 'not given (read as the DeepSeek family)'}")
         print(f"ids                   : {result['ids']} (from {plan.source})")
         print(f"convention            : {plan.convention.value}")
         print(f"--model-impl {MODEL_IMPL}: captures [{plan.describe()}]")
-        print(f"stock SGLang          : {stock_outcome}")
+        print(f"stock SGLang          : {stock.outcome}")
         for warning in plan.warnings:
             print(f"warning [{warning.rule}]: {warning.message}")
     else:
         print(f"error: {result['error']}")
-        print(f"stock SGLang: {stock_outcome}")
+        print(f"stock SGLang{f' ({arch})' if arch else ''}: {stock.outcome}")
     return EXIT_OK if result["ok"] else EXIT_FINDINGS

@@ -16,7 +16,11 @@ def add_parser(sub) -> None:
     probe.add_argument("--target", required=True, help="target model folder")
     probe.add_argument("--draft", required=True, help="EAGLE-3 draft folder (LlamaForCausalLMEagle3)")
     probe.add_argument("--backend", default="hf", choices=["hf", "sglang-cpu", "engine"])
-    probe.add_argument("--device", help="cpu (default) or cuda; the engine backend always uses cuda")
+    probe.add_argument(
+        "--device",
+        help="cpu (default) or cuda (cuda:N: one GPU of several); --backend sglang-cpu runs on the CPU, "
+        "--backend engine on a GPU",
+    )
     probe.add_argument(
         "--engine-arg",
         action="append",

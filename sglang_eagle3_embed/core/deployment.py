@@ -17,9 +17,14 @@ from sglang_eagle3_embed.core.draft_config import CapturePlan, resolve_capture_p
 from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.model_folder import text_config
 
-__all__ = ["EAGLE_FAMILY", "WATCHED", "Deployment", "text_config"]
+__all__ = ["EAGLE_FAMILY", "WATCHED", "Deployment", "positive_int", "text_config"]
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+
+
+def positive_int(value) -> bool:
+    """A JSON integer above 0 (a JSON ``true`` is not one, though Python counts it as 1)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 WATCHED = (
@@ -52,6 +57,8 @@ class Deployment:
     resolved: Mapping[str, object] = field(default_factory=dict)
     """Fields after SGLang's resolution (empty in the ``pre`` stage)."""
     target: Mapping | None = None
+    target_error: str | None = None
+    """Why the target's config.json could not be read as a JSON object (None when it was)."""
     draft: Mapping | None = None
     draft_error: str | None = None
     """Why the draft's config.json could not be read (None when it was, or when there is no draft)."""
@@ -59,6 +66,8 @@ class Deployment:
     """The draft fc's input width from its local weights' headers (None when not known)."""
     draft_weights_error: str | None = None
     """Why the draft's local weights could not be read (a damaged or incomplete checkpoint)."""
+    draft_weight_files: tuple[str, ...] = ()
+    """The draft's local weight files whose headers were read (empty: none to read)."""
     plugin_active: bool = True
     plugin_reason: str = ""
 
@@ -98,6 +107,12 @@ class Deployment:
         return archs[0] if isinstance(archs, list) else None
 
     @property
+    def target_archs_malformed(self) -> bool:
+        """The target config's ``architectures`` is not a non-empty list of class names."""
+        archs = (self.target or {}).get("architectures")
+        return not (isinstance(archs, list) and archs and all(isinstance(a, str) for a in archs))
+
+    @property
     def family(self) -> bool:
         return self.target_arch in FAMILY
 
@@ -123,5 +138,6 @@ class Deployment:
         if self.draft is None:
             return "no draft config was read"
         if self.target is None:
-            return "the target's config.json was not read"
+            why = f" ({self.target_error})" if self.target_error else ""
+            return f"the target's config.json was not read{why}"
         return None

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sglang_eagle3_embed.core.errors import DraftConfigError
+from sglang_eagle3_embed.core.errors import DraftConfigError, shown
 from sglang_eagle3_embed.core.findings import Finding, Severity
 from sglang_eagle3_embed.core.ids import (
     CONVENTION_FIELD,
@@ -62,7 +62,7 @@ def _optional(mapping: Mapping, key: str, where: str, kind: type):
         return None
     if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
         return value
-    raise DraftConfigError(f"{where}{key} is {value!r}; expected a JSON {kind.__name__}.")
+    raise DraftConfigError(f"{where}{key} is {shown(value)}; expected a JSON {kind.__name__}.")
 
 
 def read_draft_ids(config: Mapping) -> DraftIds:
@@ -72,7 +72,7 @@ def read_draft_ids(config: Mapping) -> DraftIds:
     nested = config.get(NESTED)
     if nested is not None and not isinstance(nested, Mapping):
         raise DraftConfigError(
-            f"{NESTED} is {nested!r}; it must be an object. Stock SGLang ignores a malformed "
+            f"{NESTED} is {shown(nested)}; it must be an object. Stock SGLang ignores a malformed "
             f"{NESTED} silently and captures its default layers. Write "
             f'"{NESTED}": {{"{IDS_FIELD}": [...]}}.',
             rule="draft-config-shape",
@@ -86,8 +86,8 @@ def read_draft_ids(config: Mapping) -> DraftIds:
             found[where] = validate_ids(mapping[IDS_FIELD], where=prefix)
     if len(found) == 2 and found[NESTED] != found[TOP_LEVEL]:
         raise DraftConfigError(
-            f"{NESTED}.{IDS_FIELD} = {list(found[NESTED])} and top-level {IDS_FIELD} = "
-            f"{list(found[TOP_LEVEL])} disagree. SGLang's target reads the nested list and its "
+            f"{NESTED}.{IDS_FIELD} = {shown(found[NESTED])} and top-level {IDS_FIELD} = "
+            f"{shown(found[TOP_LEVEL])} disagree. SGLang's target reads the nested list and its "
             f"draft may count the other one; keep one list (or make both equal).",
             rule="draft-ids-conflict",
         )
@@ -173,7 +173,7 @@ def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int,
     if -1 in draft.ids:
         if draft.declared is Convention.HIDDEN_STATES:
             raise DraftConfigError(
-                f"{IDS_FIELD} = {list(draft.ids)} contains -1 but {CONVENTION_FIELD} is "
+                f"{IDS_FIELD} = {shown(draft.ids)} contains -1 but {CONVENTION_FIELD} is "
                 f"'hidden_states', where the embedding output is 0. Either declare "
                 f"'layer_output' (-1 = embedding output, k = output of layer k) or write the "
                 f"embedding as 0.",
@@ -187,7 +187,7 @@ def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int,
         warning = Finding(
             "draft-ids-undeclared",
             Severity.WARNING,
-            f"{IDS_FIELD} = {list(draft.ids)} has no -1 and the config declares no "
+            f"{IDS_FIELD} = {shown(draft.ids)} has no -1 and the config declares no "
             f"{CONVENTION_FIELD}; keeping stock SGLang's reading (+1 only when the first id is 1), "
             f"which captures [{describe_capture_indices(indices)}]. Declare "
             f'"{CONVENTION_FIELD}": "layer_output" (id k = output of layer k) or "hidden_states" '
@@ -202,17 +202,17 @@ def _check_range(draft: DraftIds, convention: Convention, indices, num_layers: i
     if not bad:
         return
     if convention is Convention.SGLANG_STOCK:
-        where = f"capture indices {list(indices)} (stock SGLang's reading of {list(draft.ids or ())})"
+        where = f"capture indices {shown(indices)} (stock SGLang's reading of {shown(draft.ids or ())})"
         allowed = f"0..{num_layers - 1}"
     else:
         lo, hi = id_range(convention, num_layers)
-        where = f"{IDS_FIELD} = {list(draft.ids)} ({convention.value})"
+        where = f"{IDS_FIELD} = {shown(draft.ids)} ({convention.value})"
         allowed = f"{lo}..{hi}"
     hint = ""
     if any(i < -1 for i, _ in bad):
         hint = f" {min(i for i, _ in bad)} names no tensor: did you mean -1 (the embedding output)?"
     raise DraftConfigError(
-        f"{where} has out-of-range entries {[i for i, _ in bad]} for a target with {num_layers} "
+        f"{where} has out-of-range entries {shown([i for i, _ in bad])} for a target with {num_layers} "
         f"layers; allowed: {allowed}.{hint} The DeepSeek family in SGLang captures the "
         f"embedding output and the outputs of layers 0..{num_layers - 2}; the output of the last "
         f"layer has no capture point. Check that the draft was trained for this target.",
@@ -247,8 +247,8 @@ def resolve_capture_plan(config: Mapping, num_layers: int) -> CapturePlan:
     _check_range(draft, convention, indices, num_layers)
     if len(set(indices)) != len(indices):
         raise DraftConfigError(
-            f"capture indices {list(indices)} ({convention.value} reading of "
-            f"{list(draft.ids) if draft.ids else 'the default ids'}) name one tensor twice for a "
+            f"capture indices {shown(indices)} ({convention.value} reading of "
+            f"{shown(draft.ids) if draft.ids else 'the default ids'}) name one tensor twice for a "
             f"target with {num_layers} layers; stock SGLang would fail at startup with 'captured "
             f"{len(set(indices))} of {len(indices)} aux hidden states'. List the ids the draft was "
             f"trained on in {NESTED}.{IDS_FIELD}.",
@@ -264,21 +264,10 @@ def resolve_capture_plan(config: Mapping, num_layers: int) -> CapturePlan:
     return CapturePlan(draft.ids, draft.source, convention, indices, tuple(warnings))
 
 
-def stock_reading(config: Mapping, num_layers: int) -> tuple[list[int], str]:
-    """What stock SGLang 0.5.23 captures for this draft: (capture indices, plain-words outcome).
+def stock_reading(config: Mapping, num_layers: int) -> tuple[list[int] | None, str]:
+    """``(indices served or None, outcome)``: :func:`sglang_eagle3_embed.core.stock_sglang.stock_reading`
+    for the DeepSeek family."""
+    from sglang_eagle3_embed.core.stock_sglang import stock_reading as reading
 
-    The target reads only the nested ids and falls back to its default on any problem
-    (``spec_aux_hidden_state.py:185-196``), then applies the first-id heuristic.
-    """
-    nested = config.get(NESTED) if isinstance(config, Mapping) else None
-    ids = nested.get(IDS_FIELD) if isinstance(nested, Mapping) else None
-    if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
-        ids = None
-    indices = stock_capture_indices(ids, num_layers)
-    hit = [i for i in indices if 0 <= i < num_layers]
-    if len(set(hit)) != len(indices):
-        return indices, (
-            f"fails at startup: RuntimeError: captured {len(set(hit))} of {len(indices)} aux hidden states"
-        )
-    order = sorted(indices)
-    return order, f"serves [{describe_capture_indices(order)}]"
+    found = reading(config, num_layers)
+    return (None if found.indices is None else list(found.indices)), found.outcome

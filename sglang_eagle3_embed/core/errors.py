@@ -16,7 +16,27 @@ __all__ = [
     "PluginInactiveError",
     "UnsupportedModeError",
     "ValidationError",
+    "shown",
 ]
+
+SHOWN = 100
+"""About how many characters of a user's value a message repeats."""
+
+
+def shown(value: object, limit: int = SHOWN) -> str:
+    """``repr(value)`` for a message, cut to about ``limit`` characters: a long list or tuple shows
+    its first entries and its length, a long scalar its start and its length."""
+    if isinstance(value, (list, tuple)):
+        parts, size = [], 2
+        for item in value:
+            part = shown(item, limit)
+            if size + len(part) > limit and parts:
+                return f"[{', '.join(parts)}, ... ({len(value)} entries)]"
+            parts.append(part)
+            size += len(part) + 2
+        return f"[{', '.join(parts)}]"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class Eagle3EmbedError(RuntimeError):
@@ -51,8 +71,9 @@ class UnsupportedModeError(Eagle3EmbedError):
     def not_deepseek(cls, arch: str | None) -> UnsupportedModeError:
         return cls(
             f"--model-impl {MODEL_IMPL} serves the DeepSeek family ({', '.join(FAMILY)}), but the "
-            f"target resolves to {arch}. SGLang's other EAGLE-3 models already map id -1 to the "
-            f"embedding output (they add 1 to every id). Fix: drop --model-impl {MODEL_IMPL}."
+            f"target resolves to {arch}. Most of SGLang's other EAGLE-3 models (Llama, Qwen2, Qwen3 "
+            f"and others) add 1 to every id, so -1 already means the embedding output there. Fix: "
+            f"drop --model-impl {MODEL_IMPL}."
         )
 
     @classmethod

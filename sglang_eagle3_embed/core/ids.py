@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
-from sglang_eagle3_embed.core.errors import DraftConfigError
+from sglang_eagle3_embed.core.errors import DraftConfigError, shown
 
 __all__ = [
     "CONVENTION_FIELD",
@@ -77,7 +77,7 @@ def parse_convention(value: object, *, where: str) -> Convention:
             if value == convention.value:
                 return convention
     raise DraftConfigError(
-        f"{where}{CONVENTION_FIELD} is {value!r}; it must be one of {allowed}. "
+        f"{where}{CONVENTION_FIELD} is {shown(value)}; it must be one of {allowed}. "
         f"Use 'layer_output' when id k means the output of layer k and -1 the embedding "
         f"output, 'hidden_states' when id j means HF output_hidden_states[j] (0 = embedding).",
         rule="draft-ids-convention",
@@ -127,9 +127,11 @@ def describe_capture_index(index: int) -> str:
     return f"nothing (index {index} matches no layer)"
 
 
-def describe_capture_indices(indices: Sequence[int]) -> str:
-    """``'embedding output, output of layer 2, output of layer 30'``."""
-    return ", ".join(describe_capture_index(i) for i in indices)
+def describe_capture_indices(indices: Sequence[int], limit: int = 8) -> str:
+    """``'embedding output, output of layer 2, output of layer 30'``; past ``limit`` entries, the
+    first ones and the count."""
+    named = ", ".join(describe_capture_index(i) for i in list(indices)[:limit])
+    return named if len(indices) <= limit else f"{named}, ... ({len(indices)} in all)"
 
 
 def validate_ids(value: object, *, where: str) -> tuple[int, ...]:
@@ -140,7 +142,7 @@ def validate_ids(value: object, *, where: str) -> tuple[int, ...]:
     field = f"{where}{IDS_FIELD}"
     if not isinstance(value, (list, tuple)):
         raise DraftConfigError(
-            f"{field} is {value!r}; it must be a list of integer layer ids, "
+            f"{field} is {shown(value)}; it must be a list of integer layer ids, "
             f"e.g. [-1, 2, 30] for cat([embedding output, output of layer 2, output of layer 30]).",
             rule="draft-ids-invalid",
         )
@@ -152,7 +154,7 @@ def validate_ids(value: object, *, where: str) -> tuple[int, ...]:
     bad = [v for v in value if isinstance(v, bool) or not isinstance(v, int)]
     if bad:
         raise DraftConfigError(
-            f"{field} = {list(value)!r} contains non-integer entries {bad!r}; "
+            f"{field} = {shown(value)} contains non-integer entries {shown(bad)}; "
             f"write each layer id as a JSON integer.",
             rule="draft-ids-invalid",
         )
@@ -160,7 +162,7 @@ def validate_ids(value: object, *, where: str) -> tuple[int, ...]:
     dups = sorted({v for v in value if v in seen or seen.add(v)})
     if dups:
         raise DraftConfigError(
-            f"{field} = {list(value)!r} repeats {dups!r}; each captured tensor must be listed "
+            f"{field} = {shown(value)} repeats {shown(dups)}; each captured tensor must be listed "
             f"once, in the order the draft was trained on.",
             rule="draft-ids-invalid",
         )

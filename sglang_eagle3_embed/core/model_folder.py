@@ -25,15 +25,26 @@ from typing import NamedTuple
 from sglang_eagle3_embed.core.errors import InputError
 
 __all__ = [
-    "CONFIG", "FC_WEIGHT_NAMES", "INDEX", "ModelFolder", "ModelFolderError", "TensorInfo", "config_file",
-    "fc_in_features", "integer_field", "layer_count", "looks_local", "read_config", "read_json",
-    "safetensors_header", "text_config", "weight_files",
+    "CONFIG", "DRAFT_LAYER_PREFIXES", "FC_WEIGHT_NAMES", "INDEX", "LAYER_PREFIX", "MTP_MODULES",
+    "WRAPPED_LAYER_PREFIXES", "ModelFolder", "ModelFolderError", "TensorInfo", "config_file",
+    "decoder_layers", "describe_layers", "fc_in_features", "integer_field", "layer_count",
+    "layer_prefixes", "looks_local", "read_config", "read_json", "safetensors_header", "text_config",
+    "weight_files",
 ]  # fmt: skip
 
 CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
 FC_WEIGHT_NAMES = ("fc.weight", "model.fc.weight")
 """Where an EAGLE-3 draft keeps its fc weight (``[hidden, captures x target hidden]``)."""
+DRAFT_LAYER_PREFIXES = ("midlayer.", "model.midlayer.", "layers.0.", "model.layers.0.")
+"""Where an EAGLE-3 draft keeps its one decoder layer (SGLang loads ``midlayer.*`` as ``layers.0.*``)."""
+LAYER_PREFIX = "model.layers."
+"""Where a DeepSeek target keeps decoder layer ``i``: ``model.layers.{i}.*``."""
+WRAPPED_LAYER_PREFIXES = ("language_model.model.layers.", "language_model.layers.")
+"""Where a Kimi-K2.5 checkpoint keeps its text model's decoder layers (the second: NVFP4 exports)."""
+MTP_MODULES = frozenset({"eh_proj", "enorm", "hnorm"})
+"""The modules only a DeepSeek MTP layer holds (the ``num_nextn_predict_layers`` layers stored after
+the decoder layers, ``model.layers.{num_hidden_layers}.eh_proj.weight`` in DeepSeek-V3)."""
 
 MAX_HEADER = 100_000_000
 """The largest safetensors header the safetensors library reads."""
@@ -43,7 +54,7 @@ DTYPE_BITS = {
     "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64,
     "C64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
 }  # fmt: skip
-"""Bits per element of the safetensors dtypes (another dtype is read without its size checked)."""
+"""Bits per element of the safetensors dtypes (another dtype is refused, as safetensors does)."""
 
 DOWNLOAD = "download the model again (an interrupted download?)"
 EDIT = "fix the file or download the model again"
@@ -244,6 +255,8 @@ def weight_files(folder, what: str = "") -> list[Path]:
     if not isinstance(weight_map, dict):
         raise ModelFolderError(index, "has no weight_map object", fix, what)
     names = list(weight_map.values())
+    if not names:
+        raise ModelFolderError(index, "names no shard (its weight_map is empty)", fix, what)
     bad = [n for n in names if not _is_name(n)]
     if bad:
         raise ModelFolderError(
@@ -281,7 +294,10 @@ def _entry(name: str, entry, file: Path, what: str) -> tuple[int, int, TensorInf
     for d in shape:
         count *= d
     bits = DTYPE_BITS.get(dtype)
-    if bits is not None and count * bits != 8 * (stop - start):
+    if bits is None:
+        problem = f"gives {name[:100]!r} the dtype {dtype[:20]!r}, which safetensors does not define"
+        raise ModelFolderError(file, problem, DOWNLOAD, what)
+    if count * bits != 8 * (stop - start):
         raise ModelFolderError(
             file, f"describes {name[:100]!r} ({dtype} {shape}) with {stop - start} bytes", DOWNLOAD, what
         )
@@ -307,6 +323,10 @@ def safetensors_header(file, what: str = "") -> dict[str, TensorInfo]:
         header = _json(_read(f, file, what, length), file, what, DOWNLOAD)
     if not isinstance(header, dict):
         raise ModelFolderError(file, "has a safetensors header that is not a JSON object", DOWNLOAD, what)
+    metadata = header.get("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        problem = "has a __metadata__ that is not an object of strings, which safetensors refuses"
+        raise ModelFolderError(file, problem, DOWNLOAD, what)
     entries = sorted(
         (*_entry(name, entry, file, what), name) for name, entry in header.items() if name != "__metadata__"
     )
@@ -378,3 +398,38 @@ class ModelFolder:
         if not files:
             raise ModelFolderError(self.path, "has no *.safetensors weights", DOWNLOAD, self.what)
         return {name: info for file in files for name, info in safetensors_header(file, self.what).items()}
+
+
+def layer_prefixes(config: Mapping) -> tuple[str, ...]:
+    """The name prefixes of a target's decoder layers: :data:`LAYER_PREFIX`, or for a Kimi-K2.5
+    wrapper (a nested ``text_config``) its text model's, :data:`WRAPPED_LAYER_PREFIXES`."""
+    return WRAPPED_LAYER_PREFIXES if text_config(config) is not config else (LAYER_PREFIX,)
+
+
+def decoder_layers(names, prefixes=(LAYER_PREFIX,)) -> dict[int, frozenset[str]]:
+    """The decoder layers that tensor ``names`` hold: index ``i`` of every ``{prefix}{i}.{module}...``
+    name, with the modules (the name's next part) the layer holds, e.g. ``self_attn``, ``mlp``, or
+    for an MTP layer ``eh_proj`` (:data:`MTP_MODULES`). An index of more than 9 digits is no layer."""
+    layers: dict[int, set[str]] = {}
+    for name in names:
+        prefix = next((p for p in prefixes if name.startswith(p)), None)
+        if prefix is None:
+            continue
+        index, _, rest = name[len(prefix) :].partition(".")
+        if rest and index.isascii() and index.isdigit() and len(index) <= 9:
+            layers.setdefault(int(index), set()).add(rest.partition(".")[0])
+    return {i: frozenset(modules) for i, modules in sorted(layers.items())}
+
+
+def describe_layers(indices) -> str:
+    """Layer indices as runs, for a message: ``layers 0-6``, ``layers 0-2, 4-6``, ``layer 3``."""
+    runs: list[list[int]] = []
+    for i in sorted(set(indices)):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    if not runs:
+        return "no decoder layers"
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return f"layer {text}" if len(runs) == 1 and runs[0][0] == runs[0][1] else f"layers {text}"

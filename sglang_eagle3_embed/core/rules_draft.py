@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import wraps
 
 from sglang_eagle3_embed import MODEL_IMPL
-from sglang_eagle3_embed.core.deployment import Deployment
+from sglang_eagle3_embed.core.deployment import Deployment, positive_int
 from sglang_eagle3_embed.core.draft_config import CapturePlan, stock_reading
 from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
@@ -72,7 +72,14 @@ def _from_plan(d: Deployment, rule_id: str):
     "stops only while loading the model, after its weights are read, when the plugin plans the captures",
 )
 def _target_config(d: Deployment):
-    return _from_plan(d, "target-config")
+    if d.eagle3 and d.target_error:
+        yield (
+            f"cannot read the target's config.json: {d.target_error}. Without it the plugin cannot "
+            f"tell which layers the draft's ids name. Fix: pass the target's model folder as "
+            f"--model-path, with its original config.json."
+        )
+        return
+    yield from _from_plan(d, "target-config")
 
 
 @rule(
@@ -216,20 +223,48 @@ def _draft_fc_width(d: Deployment):
     if not d.eagle3:
         return
     plan = _plan(d)
-    hidden = d.draft_fields.get("target_hidden_size") or d.target_text.get("hidden_size")
     if isinstance(plan, NotChecked):
         yield plan
         return
     if d.draft_fc_in_features is None:
+        if d.draft_weight_files:
+            yield _no_fc(d, plan)
+            return
         why = "its weights could not be read" if d.draft_weights_error else "no local fc.weight to read"
         yield NotChecked(f"the draft's fc width is unknown: {why}")
         return
-    if not isinstance(hidden, int):
-        yield NotChecked("neither the draft's target_hidden_size nor the target's hidden_size is an integer")
+    hidden = _read_width(d)
+    if not positive_int(hidden):
+        yield NotChecked(
+            "neither the draft's target_hidden_size nor the target's hidden_size is a positive integer"
+        )
         return
     mismatch = fc_width_mismatch(d.draft_fc_in_features, plan, hidden)
     if mismatch:
         yield mismatch
+
+
+def _read_width(d: Deployment):
+    """The width of each target state the draft's fc reads: its ``target_hidden_size`` when it has
+    one, else the target's ``hidden_size`` (as SGLang's ``llama_eagle3.py`` sizes the fc)."""
+    declared = d.draft_fields.get("target_hidden_size")
+    return d.target_text.get("hidden_size") if declared is None else declared
+
+
+def _no_fc(d: Deployment, plan: CapturePlan) -> str:
+    names = ", ".join(f.rsplit("/", 1)[-1] for f in d.draft_weight_files[:3])
+    more = f" and {len(d.draft_weight_files) - 3} more" if len(d.draft_weight_files) > 3 else ""
+    return (
+        f"the draft's weights ({names}{more}) hold no fc.weight (nor model.fc.weight), the layer of an "
+        f"EAGLE-3 draft that reads the {len(plan.indices)} captured target states: SGLang loads only "
+        f"the tensors a checkpoint holds, so the draft's fc would keep its random initial values. "
+        f"Fix: pass the EAGLE-3 draft's own folder as --speculative-draft-model-path, or download "
+        f"the draft again."
+    )
+
+
+def _described(value, name: str) -> str:
+    return f"has no {name}" if value is None else f"{name} is {value!r}"
 
 
 @rule(
@@ -242,14 +277,24 @@ def _draft_fc_width(d: Deployment):
 @_draft_and_target
 def _draft_target_hidden(d: Deployment):
     draft, target_hidden = d.draft_fields, d.target_text.get("hidden_size")
-    declared = draft.get("target_hidden_size") or draft.get("hidden_size")
-    if not isinstance(target_hidden, int) or not isinstance(declared, int):
-        yield NotChecked("the draft's target_hidden_size or the target's hidden_size is not an integer")
+    if not positive_int(target_hidden):
+        yield (
+            f"the target's config {_described(target_hidden, 'hidden_size')}; expected a positive "
+            f"integer, the width of its hidden states. Fix: use the target's original config.json."
+        )
+        return
+    name = "target_hidden_size" if draft.get("target_hidden_size") is not None else "hidden_size"
+    declared = draft.get(name)
+    if not positive_int(declared):
+        where = "" if name == "target_hidden_size" else " (and no target_hidden_size)"
+        yield (
+            f"the draft's config {_described(declared, name)}{where}; expected a positive integer, the "
+            f"target's hidden_size {target_hidden}: SGLang sizes the draft's fc from it. Fix: set the "
+            f"draft's {name} to {target_hidden}."
+        )
         return
     if declared != target_hidden:
-        name = (
-            "target_hidden_size" if draft.get("target_hidden_size") else "hidden_size (no target_hidden_size)"
-        )
+        name = "target_hidden_size" if name == "target_hidden_size" else "hidden_size (no target_hidden_size)"
         yield (
             f"the draft's {name} is {declared} but the target's hidden_size is {target_hidden}: the "
             f"draft was built for another target. Fix: use the draft trained for this target, or set "
@@ -268,16 +313,31 @@ def _draft_target_hidden(d: Deployment):
 def _draft_vocab(d: Deployment):
     draft, target_vocab = d.draft_fields, d.target_text.get("vocab_size")
     vocab, draft_vocab = draft.get("vocab_size"), draft.get("draft_vocab_size")
-    if not isinstance(target_vocab, int):
-        yield NotChecked("the target's vocab_size is not an integer")
+    if not positive_int(target_vocab):
+        yield (
+            f"the target's config {_described(target_vocab, 'vocab_size')}; expected a positive integer. "
+            f"Fix: use the target's original config.json."
+        )
         return
-    if isinstance(vocab, int) and vocab != target_vocab:
+    if not positive_int(vocab):
+        yield (
+            f"the draft's config {_described(vocab, 'vocab_size')}; expected the target's vocab_size "
+            f"{target_vocab}. Fix: set the draft's vocab_size to {target_vocab} (a reduced draft "
+            f"vocabulary goes in draft_vocab_size)."
+        )
+    elif vocab != target_vocab:
         yield (
             f"the draft's vocab_size is {vocab} but the target's is {target_vocab}. Fix: set the "
             f"draft's vocab_size to {target_vocab} (a reduced draft vocabulary goes in draft_vocab_size)."
         )
-    if isinstance(draft_vocab, int) and draft_vocab > target_vocab:
-        yield f"the draft's draft_vocab_size {draft_vocab} exceeds the target's vocab_size {target_vocab}."
+    if draft_vocab is None:
+        return
+    if not positive_int(draft_vocab) or draft_vocab > target_vocab:
+        yield (
+            f"the draft's draft_vocab_size is {draft_vocab!r}; expected a positive integer no larger than "
+            f"the target's vocab_size {target_vocab}. Fix: set it to the number of tokens the draft's "
+            f"lm_head predicts, or remove it when that is the whole vocabulary."
+        )
 
 
 @rule(

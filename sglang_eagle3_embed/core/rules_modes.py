@@ -5,8 +5,10 @@ config overrides), and SGLang's own resolution refusing the launch. Pure module;
 from __future__ import annotations
 
 import json
+import traceback
 from collections.abc import Mapping
 
+from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.errors import UnsupportedModeError
 from sglang_eagle3_embed.core.findings import Severity
@@ -22,8 +24,18 @@ from sglang_eagle3_embed.core.rule_registry import Refused, Stage, rule
     "treats the unknown --model-impl like 'sglang'",
 )
 def _target_not_deepseek(d: Deployment):
-    if d.plugin_requested and d.target is not None and not d.family:
-        yield str(UnsupportedModeError.not_deepseek(d.target_arch))
+    if not (d.plugin_requested and d.target is not None and not d.family):
+        return
+    if d.target_archs_malformed:
+        archs = d.target.get("architectures")
+        found = "has no architectures" if archs is None else f"has architectures = {archs!r}"
+        yield (
+            f"the target's config.json {found}; expected a list of model class names such as "
+            f'["DeepseekV3ForCausalLM"]: SGLang picks the model class from it and --model-impl '
+            f"{MODEL_IMPL} serves the DeepSeek family only. Fix: use the target's original config.json."
+        )
+        return
+    yield str(UnsupportedModeError.not_deepseek(d.target_arch))
 
 
 @rule(
@@ -87,5 +99,30 @@ def _json_override(d: Deployment):
     "raises its own error; `check` reports it verbatim instead of a traceback",
 )
 def _sglang_resolution(d: Deployment):
-    if isinstance(d, Refused) and d.refusal is not None:
-        yield f"{type(d.refusal).__name__}: {d.refusal}"
+    if not isinstance(d, Refused) or d.refusal is None:
+        return
+    if d.target_error:
+        yield (
+            f"cannot read the target's config.json: {d.target_error}. SGLang's argument resolution "
+            f"reads it first and cannot go on. Fix: pass the target's model folder as --model-path, "
+            f"with its original config.json."
+        )
+        return
+    text = str(d.refusal).strip()
+    if not text:  # a bare assert: where it stands is all there is to say
+        yield f"{type(d.refusal).__name__} with no message{_where(d.refusal)}"
+        return
+    yield f"{type(d.refusal).__name__}: {text}"
+
+
+def _where(error: BaseException) -> str:
+    """`` at srt/...py:LINE`` (the SGLang line that raised ``error``), or "" when unknown."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return ""
+    file = frames[-1].filename.replace("\\", "/")
+    file = file.split("/sglang/", 1)[1] if "/sglang/" in file else file.rsplit("/", 1)[-1]
+    return (
+        f" at {file}:{frames[-1].lineno}; run python -m sglang.launch_server with the same arguments "
+        f"for SGLang's own traceback"
+    )

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import textwrap
 from importlib.metadata import entry_points
 
-from sglang_eagle3_embed.core.errors import PluginInactiveError, ValidationError
+from sglang_eagle3_embed.core.errors import InputError, PluginInactiveError, ValidationError
 from sglang_eagle3_embed.core.findings import Finding, Severity
 from sglang_eagle3_embed.core.releases import installed_sglang_version, release
 from sglang_eagle3_embed.core.rules import RULES, Stage, evaluate, not_checked, refused
@@ -51,27 +52,122 @@ def plugin_status() -> tuple[bool, str]:
 
 
 class LaunchArgumentsError(ValueError):
-    """SGLang's own parser refused the launch arguments (its message, without its usage text)."""
+    """SGLang's own parser refused the launch arguments (its message, without its usage text), or
+    a value no launch can run with (the flag, the value and the fix)."""
+
+
+SEE = "the arguments of python -m sglang.launch_server; see its --help"
+TRIPLE = "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4"
+
+POSITIVE = {
+    "speculative_num_steps": "the number of draft steps",
+    "speculative_eagle_topk": "the draft tokens kept at each step",
+    "speculative_num_draft_tokens": "the tokens verified at each step",
+    "tp_size": "the tensor-parallel size (GPUs per model replica)",
+    "dp_size": "the number of data-parallel replicas",
+    "pp_size": "the number of pipeline stages",
+    "ep_size": "the expert-parallel size",
+    "moe_dp_size": "the MoE data-parallel size",
+    "attn_dp_size": "the number of attention data-parallel groups",
+    "nnodes": "the number of nodes",
+    "page_size": "the tokens per KV-cache page",
+    "max_running_requests": "the cap on running requests",
+    "cuda_graph_max_bs_decode": "the largest decode batch captured in a CUDA graph",
+}
+"""Integer launch arguments below 1 that SGLang's parser takes and no launch can run with:
+field -> what it counts. SGLang's own resolution passes them silently on the CPU."""
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def _config_file(args: list[str]) -> str | None:
+    """The ``--config`` file among ``args`` (SGLang reads the one after the exact token), checked to
+    be a regular file before SGLang opens it: a FIFO would block the check forever."""
+    if "--config" not in args:
+        return None
+    i = args.index("--config")
+    if i + 1 >= len(args):
+        return None  # SGLang's parser names the missing value
+    path = args[i + 1]
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise LaunchArgumentsError(
+            f"--config {path}: cannot be read ({why}). Fix: pass a YAML file of launch arguments"
+        ) from None
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise LaunchArgumentsError(
+            f"--config {path}: is {kind}. Fix: pass a YAML file of launch arguments"
+        ) from None
+    return path
+
+
+def _check_values(server_args) -> None:
+    """Refuse what SGLang's parser took but no launch can run with: a count below 1, a
+    ``--json-model-override-args`` that is not a JSON object."""
+    for name, what in POSITIVE.items():
+        value = getattr(server_args, name, None)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if name.startswith("speculative_"):
+                fix = f"{_flag(name)} 1 or more, e.g. {TRIPLE}"
+            else:
+                fix = f"{_flag(name)} 1 or more, or leave it out (SGLang's default)"
+            raise LaunchArgumentsError(f"{_flag(name)} {value}: {what} must be at least 1. Fix: pass {fix}")
+    override = getattr(server_args, "json_model_override_args", None)
+    if isinstance(override, str) and override.strip():
+        try:
+            value = json.loads(override)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, too many digits; too deep
+            problem = f"is not JSON ({exc})"
+        else:
+            problem = None if isinstance(value, dict) else f"is a JSON {type(value).__name__}, not an object"
+        if problem:
+            raise LaunchArgumentsError(
+                f"--json-model-override-args {override[:200]!r} {problem}. Fix: pass a JSON object of "
+                f"config fields, e.g. '{{\"max_position_embeddings\": 4096}}'"
+            )
 
 
 def parse_launch(args: list[str]):
     """SGLang's ``prepare_server_args``, with its argparse exit turned into :class:`LaunchArgumentsError`
-    (SGLang would print its whole usage text and exit 2)."""
+    (SGLang would print its whole usage text and exit 2), an error reading ``--config`` too, then
+    the values no launch can run with refused (:func:`_check_values`). Nothing SGLang prints reaches
+    stdout (``check --json`` prints one JSON document)."""
     import contextlib
     import io
 
     from sglang.srt.server_args import prepare_server_args
 
-    err = io.StringIO()
+    config = _config_file(args)
+    out, err = io.StringIO(), io.StringIO()
     try:
-        with contextlib.redirect_stderr(err):
-            return prepare_server_args(args)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            server_args = prepare_server_args(args)
     except SystemExit as exc:
+        if exc.code == 0:  # an abbreviation of --help, e.g. --hel: SGLang printed its help
+            raise LaunchArgumentsError(
+                f"SGLang's parser printed its help instead of reading the launch (a --help among the "
+                f"arguments?); for check's own usage run sglang-eagle3-embed check --help ({SEE})"
+            ) from None
         lines = [line for line in err.getvalue().splitlines() if "error:" in line]
         message = lines[-1].split("error:", 1)[1].strip() if lines else f"exit status {exc.code}"
-        raise LaunchArgumentsError(
-            f"{message} (the arguments of python -m sglang.launch_server; see its --help)"
-        ) from None
+        raise LaunchArgumentsError(f"{message} ({SEE})") from None
+    except Exception as exc:  # SGLang reading --config, or refusing the values it parsed
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())
+        if config is not None:
+            raise LaunchArgumentsError(
+                f"--config {config}: SGLang cannot read it ({text}). Fix: pass a .yaml file that maps "
+                f"launch arguments to values, e.g. 'tp-size: 2'"
+            ) from None
+        raise LaunchArgumentsError(f"SGLang refused the launch arguments: {text} ({SEE})") from None
+    _check_values(server_args)
+    return server_args
 
 
 def run_check(argv: list[str]) -> list[Finding]:
@@ -89,6 +185,16 @@ def run_check(argv: list[str]) -> list[Finding]:
     if any(f.severity is Severity.ERROR for f in findings):
         # SGLang's own resolution would stop on the same problem, less clearly
         return findings + not_checked(Stage.POST, "SGLang's resolution was not run after the errors above")
+    if passed.target_error:
+        # SGLang's resolution reads the same config.json first and stops on it, with a message that
+        # names neither the file nor what is wrong with it
+        return [
+            *findings,
+            *evaluate(refused(passed, InputError(passed.target_error)), Stage.RESOLUTION),
+            *not_checked(
+                Stage.POST, "SGLang's resolution was not run: the target's config.json cannot be read"
+            ),
+        ]
     try:
         server_args.resolve_once()
     except ValidationError as exc:  # the plugin's launch hook, when loaded in this process

@@ -17,8 +17,9 @@ from pathlib import Path
 import torch
 
 from sglang_eagle3_embed import MODEL_IMPL
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan, stock_reading
+from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.ids import IDS_FIELD, describe_capture_indices
+from sglang_eagle3_embed.core.stock_sglang import stock_reading
 from sglang_eagle3_embed.doctor.chain import score, simulate
 
 __all__ = ["SERVE", "closing_lines", "run_demo"]
@@ -90,7 +91,9 @@ def run_demo(cache_dir: Path | None = None) -> int:
     from sglang_eagle3_embed.doctor.backends import HFBackend
     from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
     from sglang_eagle3_embed.doctor.pair import PairSpec, build_pair, shipped_pair
+    from sglang_eagle3_embed.doctor.tiny_target import cache_root
 
+    cache_dir = cache_root(cache_dir)  # a file named as the cache is refused even when it is not needed
     _quiet_libraries()
     # The pair is tiny: one thread does its work, and threads beyond the free cores stall each other.
     torch.set_num_threads(1)
@@ -148,7 +151,7 @@ def run_demo(cache_dir: Path | None = None) -> int:
     _say()
 
     top = {k: v for k, v in config.items() if k != "eagle_config"} | {IDS_FIELD: list(spec.ids)}
-    default_indices, _ = stock_reading(top, layers)
+    default_indices = stock_reading(top, layers).indices
     stock_model.set_eagle3_layers_to_capture(None)
     stock_len = _accept_length(
         draft, hf.embedding, tokens, sglang_cpu.prefill_captures(stock_model, hf_config, tokens)

@@ -122,7 +122,13 @@ def load_draft(folder: Path, device: str = "cpu"):
             f"target_hidden_size {target_hidden}"
         )
     config["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": list(range(fc.shape[1] // target_hidden))}
-    draft = Eagle3Draft(config)
+    try:
+        draft = Eagle3Draft(config)
+    except Exception as exc:  # transformers validates the fields its own way (strict dataclasses)
+        raise InputError(
+            f"--draft {folder}: its config.json cannot build the draft's Llama layer "
+            f"({type(exc).__name__}: {str(exc)[:200]}); use the draft's original config.json"
+        ) from None
     try:
         missing, unexpected = draft.load_state_dict(weights, strict=False)
     except RuntimeError as exc:

@@ -149,29 +149,36 @@ def _write_processor(folder: Path) -> None:
     (folder / "processor_config.json").write_text(json.dumps(processor, indent=2))
 
 
+BUILT_FROM = "built_from.json"
+"""In a Kimi folder: the text folder whose weights it wraps and the SHA-256 of that folder's
+manifest (:func:`sglang_eagle3_embed.doctor.cache.write_origin`)."""
+
+
 def write_kimi_target(text_folder: Path, out_folder: Path, seed: int = 0) -> Path:
-    """Write (once; checked against its manifest) a Kimi-K2.5 folder around ``text_folder``, a
-    DeepSeek-V3 target folder with a tokenizer (the tiny pairs' targets)."""
-    from safetensors.torch import save_file
+    """Write (once; checked against its manifest, and against the build of ``text_folder`` it
+    records, under its lock: :func:`sglang_eagle3_embed.doctor.cache.ensure`) a Kimi-K2.5 folder
+    around ``text_folder``, a DeepSeek-V3 target folder with a tokenizer (the tiny pairs' targets)."""
+    out_folder, text_folder = Path(out_folder), Path(text_folder)
 
-    from sglang_eagle3_embed.doctor.weights import read_safetensors
+    def build(tmp: Path) -> None:
+        from safetensors.torch import save_file
 
-    out_folder = Path(out_folder)
-    if cache.usable(out_folder):
-        return out_folder
-    text_folder = Path(text_folder)
-    config = kimi_config(json.loads((text_folder / "config.json").read_text()))
-    tmp = cache.temporary(out_folder)
-    weights = {f"language_model.{k}": v for k, v in read_safetensors(text_folder).items()}
-    weights.update(vision_weights(config, seed))
-    save_file({k: v.contiguous() for k, v in weights.items()}, str(tmp / "model.safetensors"))
-    (tmp / "config.json").write_text(json.dumps(config, indent=2))
-    for name in (*TOKENIZER_FILES, "tiny_target_spec.json"):
-        if (text_folder / name).exists():
-            shutil.copy(text_folder / name, tmp / name)
-    _write_processor(tmp)
-    cache.publish(tmp, out_folder)
-    return out_folder
+        from sglang_eagle3_embed.doctor.weights import read_safetensors
+
+        cache.write_origin(tmp, BUILT_FROM, text_folder)  # before the weights are read
+        config = kimi_config(json.loads((text_folder / "config.json").read_text()))
+        weights = {f"language_model.{k}": v for k, v in read_safetensors(text_folder).items()}
+        weights.update(vision_weights(config, seed))
+        save_file({k: v.contiguous() for k, v in weights.items()}, str(tmp / "model.safetensors"))
+        (tmp / "config.json").write_text(json.dumps(config, indent=2))
+        for name in (*TOKENIZER_FILES, "tiny_target_spec.json"):
+            if (text_folder / name).exists():
+                shutil.copy(text_folder / name, tmp / name)
+        _write_processor(tmp)
+
+    return cache.ensure(
+        out_folder, build, check=lambda: cache.origin_problem(out_folder, BUILT_FROM, text_folder)
+    )
 
 
 def write_config_only_kimi(folder: Path, num_layers: int) -> Path:

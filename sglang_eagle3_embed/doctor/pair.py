@@ -5,8 +5,22 @@ trained DeepSeek-V3 target (:mod:`sglang_eagle3_embed.doctor.tiny_target`) and a
 (``LlamaForCausalLMEagle3``: ``config.json`` + ``model.safetensors``) distilled on the tensors its
 ``ids`` name. CPU-small by default; ``PairSpec(target=TargetSpec(num_layers=16, ...))`` for a GPU.
 
-CPU training runs on :data:`TRAIN_THREADS` torch threads whatever the caller set, so that a spec's
-key names the same bytes on a given CPU and torch (float sums split per thread round differently).
+What a key names: the spec, not the bytes. The bytes trained for a spec also depend on the device
+(``cuda`` training is not bitwise reproducible, even run to run), and on the CPU on the torch
+version, the transformers version (it initialises the target, and writes its version into
+``config.json``), the instruction set torch's kernels dispatch to
+(``torch.backends.cpu.get_cpu_capability()``: AVX512, AVX2, ...) and the one MKL picks for its
+matrix products (both round float sums differently), and the thread count, which is fixed:
+training runs on :data:`TRAIN_THREADS` torch threads whatever the caller set. So on the CPU one
+machine type with one torch and transformers builds the same bytes for a key, every time
+(``tools/demo_pair.py --check`` compares them); elsewhere the same key names an equivalent pair, not
+an identical one. The key leaves the device and versions out on purpose, so that a cache (or the
+shipped pair) keeps serving after a torch upgrade or on another machine; a cache holds one build
+per key, whichever device and torch made it first (the target's ``built_on.txt`` says which). What
+the cache guarantees is that a pair is consistent: the draft records the exact build of the target
+it was trained on (:data:`TRAINED_ON`), and a draft whose target was rebuilt since (with whatever
+bytes) is rebuilt too, or refused where the cache cannot be written.
+
 The default pair also ships with the package (:data:`SHIPPED`, written by ``tools/demo_pair.py``):
 :func:`shipped_pair` finds it there, so the demo needs no training.
 """
@@ -28,11 +42,12 @@ from sglang_eagle3_embed.doctor.tiny_target import (
     Language,
     TargetSpec,
     build_target,
-    default_cache_dir,
+    cache_root,
 )
 
 __all__ = [
     "SHIPPED",
+    "TRAINED_ON",
     "TRAIN_THREADS",
     "Pair",
     "PairSpec",
@@ -42,10 +57,13 @@ __all__ = [
 ]
 
 DRAFT_SPEC_FILE = "tiny_draft_spec.json"
+TRAINED_ON = "trained_on.json"
+"""In a draft folder: the target folder it was trained on and the SHA-256 of that folder's
+manifest, i.e. the exact bytes (:func:`sglang_eagle3_embed.doctor.cache.write_origin`)."""
 
 TRAIN_THREADS = 1
-"""Torch threads for training on the CPU: fixed, so that the bytes a key names do not depend on the
-caller's thread count."""
+"""Torch threads for training on the CPU: fixed, so that the bytes built for a key do not depend on
+the caller's thread count (float sums split per thread round differently)."""
 
 SHIPPED = Path(__file__).parent / "data" / "demo_pair"
 """Package data: the default pair (``PairSpec()``), one folder per key as in a cache."""
@@ -120,13 +138,23 @@ def _draft_config(spec: PairSpec, hf_config) -> dict:
     return config
 
 
+def _draft_problem(draft: Path, target: Path) -> str | None:
+    """None when ``draft`` records ``target`` as it is now, else why it is stale."""
+    return cache.origin_problem(draft, TRAINED_ON, target, made="trained on")
+
+
 def shipped_pair(spec: PairSpec) -> Pair | None:
-    """The pair of ``spec`` as shipped with the package, or None when none ships for its key or
-    a shipped file does not match its manifest (never repaired in place: the caller builds)."""
+    """The pair of ``spec`` as shipped with the package, or None when none ships for its key, a
+    shipped file does not match its manifest, or the draft records another build of the target
+    (never repaired in place: the caller builds). The shipped folders are written together by
+    ``tools/demo_pair.py``, never one at a time, so a draft without a record is taken as written
+    with its target (``tests/integration/doctor/test_demo_pair.py`` checks that the shipped one has it)."""
     target, draft = SHIPPED / spec.target.key, SHIPPED / spec.key
-    if all(folder.is_dir() and cache.verify(folder) is None for folder in (target, draft)):
-        return Pair(target, draft, spec)
-    return None
+    if not all(folder.is_dir() and cache.verify(folder) is None for folder in (target, draft)):
+        return None
+    if (draft / TRAINED_ON).exists() and _draft_problem(draft, target) is not None:
+        return None
+    return Pair(target, draft, spec)
 
 
 @contextlib.contextmanager
@@ -148,49 +176,46 @@ def _train_threads(device: str):
 def build_pair(spec: PairSpec = PairSpec(), cache_dir: Path | None = None, device: str = "cpu") -> Pair:
     """Build (or find in the cache) the target and the draft of ``spec``; trained on ``device``
     (the CPU is bit-reproducible, on :data:`TRAIN_THREADS` threads; "cuda" is faster, for GPU-sized
-    pairs). A complete pair is used without a lock (a read-only cache works); a build locks, cleans
-    what killed builds left, and rebuilds what its manifest does not vouch for."""
-    import filelock
-
-    root = Path(cache_dir or default_cache_dir())
-    target, draft = root / spec.target.key, root / spec.key
-    if cache.usable(target) and cache.usable(draft):
-        return Pair(target, draft, spec)
+    pairs). A complete pair whose draft records this target (:data:`TRAINED_ON`) is used without a
+    lock (a read-only cache works). Anything else is built, or moved aside and rebuilt, under the
+    folder's own lock (:func:`sglang_eagle3_embed.doctor.cache.ensure`): the target first, then a
+    draft trained on that exact target; a stale draft counts as damaged."""
     spec.validate()
-    root.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(str(root / f"{spec.key}.lock")):  # concurrent builders wait for the first
-        cache.clean_stale(root)
-        with _train_threads(device):
-            return _build_pair(spec, root, device)
-
-
-def _build_pair(spec: PairSpec, root: Path, device: str) -> Pair:
-    target_dir = build_target(spec.target, root, device)
+    root = cache_root(cache_dir)
     folder = root / spec.key
-    if not cache.usable(folder):
-        from safetensors.torch import save_file
-        from transformers import AutoModelForCausalLM
+    with _train_threads(device):
+        target = build_target(spec.target, root, device)
 
-        from sglang_eagle3_embed.doctor.tiny_draft import train_draft
+        def build(tmp: Path) -> None:
+            cache.write_origin(tmp, TRAINED_ON, target)  # before the weights are read: names those bytes
+            _train_draft(spec, target, device, tmp)
 
-        target = AutoModelForCausalLM.from_pretrained(target_dir).eval()
-        draft = train_draft(
-            target,
-            Language(spec.target),
-            list(spec.ids),
-            convention=Convention(spec.convention),
-            steps=spec.draft_steps,
-            batch=spec.draft_batch,
-            ttt_steps=spec.ttt_steps,
-            seed=spec.seed,
-            device=device,
-        )
-        tmp = cache.temporary(folder)
-        save_file(draft.checkpoint(), str(tmp / "model.safetensors"))
-        (tmp / "config.json").write_text(json.dumps(_draft_config(spec, target.config), indent=2))
-        (tmp / DRAFT_SPEC_FILE).write_text(json.dumps(asdict(spec), indent=2))
-        cache.publish(tmp, folder)
-    return Pair(target_dir, folder, spec)
+        draft = cache.ensure(folder, build, check=lambda: _draft_problem(folder, target))
+    return Pair(target, draft, spec)
+
+
+def _train_draft(spec: PairSpec, target_dir: Path, device: str, tmp: Path) -> None:
+    """Train the draft of ``spec`` on the target in ``target_dir`` and write its files into ``tmp``."""
+    from safetensors.torch import save_file
+    from transformers import AutoModelForCausalLM
+
+    from sglang_eagle3_embed.doctor.tiny_draft import train_draft
+
+    target = AutoModelForCausalLM.from_pretrained(target_dir).eval()
+    draft = train_draft(
+        target,
+        Language(spec.target),
+        list(spec.ids),
+        convention=Convention(spec.convention),
+        steps=spec.draft_steps,
+        batch=spec.draft_batch,
+        ttt_steps=spec.ttt_steps,
+        seed=spec.seed,
+        device=device,
+    )
+    save_file(draft.checkpoint(), str(tmp / "model.safetensors"))
+    (tmp / "config.json").write_text(json.dumps(_draft_config(spec, target.config), indent=2))
+    (tmp / DRAFT_SPEC_FILE).write_text(json.dumps(asdict(spec), indent=2))
 
 
 def write_config_variant(

@@ -23,6 +23,9 @@ from sglang_eagle3_embed.doctor.report import ProbeReport, WiringResult
 from sglang_eagle3_embed.doctor.request import (
     ProbeRequest,
     check_capture,
+    check_device,
+    check_draft_weights,
+    check_layers,
     check_roles,
     check_widths,
     load_prompts,
@@ -49,12 +52,17 @@ def run_probe(
     batch: int = 64,
     progress: bool | None = None,
 ) -> ProbeReport:
-    """Score every wiring over the target's greedy continuation of ``prompts`` (``[N, P]``)."""
+    """Score every wiring over the target's greedy continuation of ``prompts`` (``[N, P]``). Where
+    no wiring can be scored the target does not run: the report is undetermined, its failures say why."""
     from tqdm.auto import tqdm
 
     prompt_len = prompts.shape[1]
     needed = sorted({i for w in wirings if w.indices is not None for i in w.indices})
     scored = [w for w in wirings if w.indices is not None]
+    if not scored:
+        return ProbeReport(
+            [WiringResult(w, None) for w in wirings], steps, prompts.shape[0], new_tokens, backend.name
+        )
     runs = {w.indices: [] for w in scored}
     hits = {w.indices: [] for w in scored}
     bar = tqdm(
@@ -88,19 +96,23 @@ def run_probe(
 
 
 def probe_folders(request: ProbeRequest) -> ProbeReport:
-    """The command's probe: every input checked first (the folders, their configs and weights'
-    headers, their roles, the target's layers and the draft's fc against its ids, the prompts, the
-    draft's widths against the target), then the backend, the draft and the candidate wirings of
+    """The command's probe: every input checked first (the device against the backend and the
+    machine, the folders, their configs and weights' headers, their roles, the target's layers
+    against its weights, the draft's weights and its fc against its ids, the prompts, the draft's
+    widths against the target), then the backend, the draft and the candidate wirings of
     ``request``. Input a user can get wrong raises :class:`InputError`."""
     from sglang_eagle3_embed.doctor.backends import make_backend
     from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
     from sglang_eagle3_embed.doctor.wirings import candidate_wirings
 
+    check_device(request)
     target = ModelFolder.read(request.target, "--target")
-    target.check_weights()
+    target_tensors = target.check_weights()
     draft_folder = ModelFolder.read(request.draft, "--draft")
-    draft_folder.check_weights()
+    draft_tensors = draft_folder.check_weights()
     check_roles(target, draft_folder)
+    check_layers(target, target_tensors)  # a layer the weights lack would load randomly initialised
+    check_draft_weights(draft_folder, draft_tensors)
     check_capture(target, draft_folder)  # before a model loads: no late StopIteration or empty max()
     prompts = load_prompts(request)
     try:

@@ -68,8 +68,10 @@ class ProbeReport:
     def scored(self) -> list[WiringResult]:
         return [r for r in self.results if r.score is not None]
 
-    def result(self, name: str) -> WiringResult:
-        return next(r for r in self.results if name in r.wiring.names)
+    def result(self, name: str) -> WiringResult | None:
+        """The scored or failed wiring that ``name`` names; None when it was dropped (its reading
+        does not fit the draft's fc)."""
+        return next((r for r in self.results if name in r.wiring.names), None)
 
     def is_named(self, result: WiringResult) -> bool:
         """The best wiring or one indistinguishable from it."""
@@ -84,6 +86,8 @@ class ProbeReport:
                 if self.best
                 else "no wiring could be scored"
             )
+        if self.prompts < 2:
+            return "one prompt gives no spread to compare wirings by; probe more prompts (--num-prompts)"
         if not any(set(r.wiring.names) & set(CONFIG_READINGS) for r in self.scored):
             return "the config's own reading could not be scored (see the plugin's line below)"
         if self.ties:
@@ -99,9 +103,16 @@ class ProbeReport:
         return self.undetermined_because is None
 
     @property
+    def comparable(self) -> bool:
+        """Whether the scores can be compared at all: two wirings or more, over two prompts or more."""
+        return len(self.scored) >= 2 and self.prompts >= 2
+
+    @property
     def plugin_ok(self) -> bool:
-        """The plugin's reading was scored and is the best, alone or tied: nothing found wrong."""
-        return self.is_named(self.result(PLUGIN))
+        """The plugin's reading was scored against other wirings and is the best, alone or tied:
+        nothing found wrong. Scored alone, or over one prompt, it is not evidence of anything."""
+        plugin = self.result(PLUGIN)
+        return self.comparable and plugin is not None and self.is_named(plugin)
 
     def verdict(self) -> list[str]:
         best = self.best
@@ -119,8 +130,15 @@ class ProbeReport:
                 )
         for name, who in ((PLUGIN, "--model-impl sglang_eagle3_embed"), (STOCK, "stock SGLang")):
             r = self.result(name)
-            if r.score is None:
+            if r is None:  # dropped: its wiring reads another number of tensors than the fc
+                lines.append(f"{who}: not scored (its reading does not fit the draft's fc)")
+            elif r.score is None:
                 lines.append(f"{who}: {r.wiring.failure}")
+            elif not self.comparable:
+                lines.append(
+                    f"{who} reads the config as [{r.wiring.describe()}] (predicted accept length "
+                    f"{r.score.accept_length:.2f}): nothing to compare it with, so no verdict."
+                )
             elif self.is_named(r) and self.determined:
                 lines.append(f"{who} reads the config as the draft was trained: OK.")
             elif self.is_named(r):

@@ -3,9 +3,10 @@
 The command line builds one :class:`ProbeRequest` from its flags (``cli/probe.py``); nothing below
 it sees an argparse namespace. Every check raises :class:`InputError` naming the flag or path and
 what to do, before any forward pass: the numbers when the request is made, the engine arguments and
-``--output`` as the command line reads them, the folders' roles, the target's layers and the
-draft's fc against its ids (configs and weights' headers, before any model loads), and the draft's
-widths against the target once they are read (:func:`sglang_eagle3_embed.doctor.probe.probe_folders`).
+``--output`` as the command line reads them, the device and backend against the machine, the
+folders' roles, the target's layers against its weights, the draft's weights and its fc against its
+ids (configs and weights' headers, before any model loads), and the draft's widths against the
+target once they are read (:func:`sglang_eagle3_embed.doctor.probe.probe_folders`).
 """
 
 from __future__ import annotations
@@ -21,13 +22,26 @@ from sglang_eagle3_embed import FAMILY
 from sglang_eagle3_embed.core.atomic import check_writable
 from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
-from sglang_eagle3_embed.core.model_folder import ModelFolder, fc_in_features, read_json, text_config
+from sglang_eagle3_embed.core.model_folder import (
+    DRAFT_LAYER_PREFIXES,
+    FC_WEIGHT_NAMES,
+    INDEX,
+    MTP_MODULES,
+    ModelFolder,
+    ModelFolderError,
+    decoder_layers,
+    describe_layers,
+    fc_in_features,
+    layer_prefixes,
+    read_json,
+    text_config,
+)
 from sglang_eagle3_embed.core.rules_draft import fc_width_mismatch
 from sglang_eagle3_embed.doctor.wirings import candidate_wirings
 
 __all__ = [
-    "ProbeRequest", "check_capture", "check_output", "check_roles", "check_widths", "load_prompts",
-    "parse_engine_args",
+    "ProbeRequest", "check_capture", "check_device", "check_draft_weights", "check_layers", "check_output",
+    "check_roles", "check_widths", "load_prompts", "parse_engine_args",
 ]  # fmt: skip
 
 DRAFT_ARCH = "LlamaForCausalLMEagle3"
@@ -85,6 +99,162 @@ def check_output(path: str | None) -> Path | None:
     return check_writable(path, "--output") if path else None
 
 
+def check_device(request: ProbeRequest) -> None:
+    """Before anything loads: ``--device`` names a device the backend runs on and this machine has
+    (``cpu``, or ``cuda``/``cuda:N`` where torch sees a CUDA device); ``--backend engine`` runs on a
+    GPU, ``--backend sglang-cpu`` on the CPU."""
+    device, backend = request.device, request.backend
+    if backend == "engine":
+        if device is not None and device.split(":")[0] != "cuda":
+            raise InputError(
+                f"--backend engine --device {device}: the engine backend runs SGLang on a CUDA GPU; drop "
+                f"--device, or use --backend hf (or sglang-cpu) to run on the CPU"
+            )
+        if not torch.cuda.is_available():
+            raise InputError(
+                f"--backend engine runs SGLang on a CUDA GPU, but no CUDA device is visible to torch "
+                f"{_no_cuda()}; use --backend hf (or sglang-cpu) to run on the CPU, or run on a machine "
+                f"with a GPU"
+            )
+    elif backend == "sglang-cpu" and device not in (None, "cpu"):
+        raise InputError(
+            f"--backend sglang-cpu --device {device}: the sglang-cpu backend runs on the CPU only; drop "
+            f"--device, or use --backend hf --device {device}"
+        )
+    if device is None or device == "cpu":
+        return
+    kind, colon, number = device.partition(":")
+    if kind != "cuda" or (colon and not (number.isascii() and number.isdigit())):
+        raise InputError(f"--device {device}: use cpu or cuda (cuda:N for one GPU of several)")
+    if not torch.cuda.is_available():
+        raise InputError(
+            f"--device {device}: no CUDA device is visible to torch {_no_cuda()}; use --device cpu, "
+            f"or run on a machine with a GPU"
+        )
+    if colon and int(number) >= torch.cuda.device_count():
+        count = torch.cuda.device_count()
+        raise InputError(
+            f"--device {device}: torch sees {count} CUDA device{'s' if count > 1 else ''} "
+            f"(cuda:0-{count - 1}); use --device cuda, or a device it sees"
+        )
+
+
+def _no_cuda() -> str:
+    """Why torch sees no CUDA device, as far as torch tells."""
+    if torch.version.cuda is None:
+        return f"(torch {torch.__version__} is built without CUDA)"
+    return "(torch.cuda.is_available() is False: no GPU, no driver, or CUDA_VISIBLE_DEVICES hides it)"
+
+
+def _weights(folder: ModelFolder) -> tuple[str, str]:
+    """The weights of ``folder`` as a message names them, and the verb that agrees with it."""
+    files = folder.weight_files()
+    if (folder.path / INDEX).is_file():
+        return f"the shards {INDEX} names", "hold"
+    if len(files) == 1:
+        return files[0].name, "holds"
+    return f"its {len(files)} *.safetensors files", "hold"
+
+
+def check_layers(target: ModelFolder, names=None) -> int:
+    """Before any model loads: the target's weights (``names``: its tensors; else read from their
+    headers) hold exactly the decoder layers its config counts, ``0 .. num_hidden_layers - 1``, and
+    beyond them at most ``num_nextn_predict_layers`` MTP layers (DeepSeek-V3 stores its MTP layer as
+    ``model.layers.{num_hidden_layers}``, known by its ``eh_proj``, ``enorm``, ``hnorm``). A layer the
+    weights lack loads randomly initialised, with one line of warning; a layer the config does not
+    count is dropped: either way the probe would score another model. Returns the layer count."""
+    if names is None:
+        names = target.check_weights()
+    config = text_config(target.config)
+    prefixes = layer_prefixes(target.config)
+    layers = decoder_layers(names, prefixes)
+    weights, verb = _weights(target)
+    held = f"{weights} {verb} {describe_layers(layers)}"
+    where = "config.json's text_config" if config is not target.config else "config.json"
+    count = config.get("num_hidden_layers")
+    nextn = config.get("num_nextn_predict_layers")
+    nextn = nextn if type(nextn) is int and nextn > 0 else 0
+    top = max(layers, default=-1) + 1
+    contiguous = len(layers) == top  # layers 0 .. top - 1, none missing
+    # the decoder layers the weights hold: those before the first MTP layer
+    plain = next((i for i in layers if layers[i] & MTP_MODULES), top)
+    suggest = (
+        f"set num_hidden_layers to {plain} in {where} (the decoder layers its weights hold), or use the "
+        f"model's original config.json"
+    )
+    if type(count) is not int or count < 1:
+        fix = (
+            suggest
+            if layers and contiguous
+            else "use the model's original config.json, and download the model again"
+        )
+        raise ModelFolderError(
+            target.path,
+            f"{where} has no integer num_hidden_layers (found {count!r}), and {held}",
+            fix,
+            target.what,
+        )
+    if not layers:
+        raise ModelFolderError(
+            target.path,
+            f"{held} (no tensor named {prefixes[0]}{{i}}.*), where {where} says num_hidden_layers {count!r}",
+            "pass the target's model folder, or download the model again",
+            target.what,
+        )
+    missing = sorted(set(range(max(count, top))) - set(layers))
+    extra = [i for i in layers if i >= count and not (i < count + nextn and layers[i] & MTP_MODULES)]
+    if not missing and not extra:
+        return count
+    says = f"{where} says num_hidden_layers {count}"
+    if missing:
+        gone = describe_layers(missing)
+        problem = f"{says}, but {held} ({gone} missing: the model would run them on random weights)"
+        if contiguous:
+            fix = (
+                f"download the model's missing weights (an interrupted download?), or set num_hidden_layers "
+                f"to {plain} in {where} if the model has {plain} layers"
+            )
+        else:
+            fix = "download the model again (an interrupted download?)"
+    else:
+        mtp = ""
+        if any(i < count + nextn for i in extra):
+            allowed = f"layer {count}" if nextn == 1 else f"layers {count}-{count + nextn - 1}"
+            mtp = (
+                f": num_nextn_predict_layers {nextn} allows MTP {allowed}, and an MTP layer holds "
+                f"eh_proj, enorm and hnorm"
+            )
+        problem = f"{says}, but {held} ({describe_layers(extra)} not counted, so left out of the model{mtp})"
+        fix = suggest
+    raise ModelFolderError(target.path, problem, fix, target.what)
+
+
+def check_draft_weights(draft: ModelFolder, names=None) -> None:
+    """Before any model loads: the draft's weights (``names``: its tensors; else read from their
+    headers) hold the two parts every EAGLE-3 draft has, its ``fc.weight`` (which reads the target's
+    hidden states) and its decoder layer (``midlayer.*``, or ``layers.0.*``)."""
+    if names is None:
+        names = draft.check_weights()
+    names = list(names)
+    weights, verb = _weights(draft)
+    fix = "pass the EAGLE-3 draft's folder, or download the draft again"
+    if not any(name in FC_WEIGHT_NAMES for name in names):
+        raise ModelFolderError(
+            draft.path,
+            f"{weights} {verb} no fc.weight, the layer of an EAGLE-3 draft that reads the target's "
+            f"hidden states",
+            fix,
+            draft.what,
+        )
+    if not any(name.startswith(DRAFT_LAYER_PREFIXES) for name in names):
+        raise ModelFolderError(
+            draft.path,
+            f"{weights} {verb} no midlayer.* (or layers.0.*) tensors, the decoder layer of an EAGLE-3 draft",
+            fix,
+            draft.what,
+        )
+
+
 def check_roles(target: ModelFolder, draft: ModelFolder) -> None:
     """A DeepSeek-family target and an EAGLE-3 draft, in that order."""
     if DRAFT_ARCH in target.architectures or any(a in FAMILY for a in draft.architectures):
@@ -100,8 +270,9 @@ def check_capture(target: ModelFolder, draft: ModelFolder) -> None:
     """Before any model loads: the target has layers (a positive ``num_hidden_layers``), and the
     draft's fc (its weights' headers) reads as many target states as its ids capture (rule
     ``draft-fc-width``'s test and words); where the plugin refuses the ids, some reading of them
-    must still fit the fc, or there is nothing to score. A fc that is missing, or that does not
-    divide by the target's hidden size, is named once the draft loads (:func:`check_widths`)."""
+    must still fit the fc, or there is nothing to score. A fc that is missing is refused before
+    (:func:`check_draft_weights`); one that does not divide by the target's hidden size is named
+    once the draft loads (:func:`check_widths`)."""
     num_layers = target.num_layers
     hidden = text_config(target.config).get("hidden_size")
     fc = fc_in_features(draft.path, "--draft")
@@ -174,6 +345,8 @@ def _prompts_file(request: ProbeRequest) -> torch.Tensor:
     file = Path(request.prompts)
     hint = "one prompt per line: text, or a JSON list of token ids"
     try:
+        if file.exists() and not file.is_file():  # a FIFO or a device would block or never end
+            raise InputError(f"--prompts {file} is not a regular file; pass a file ({hint})")
         lines = [line for line in file.read_text().splitlines() if line.strip()]
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"--prompts {file} cannot be read: {exc}") from None

@@ -28,7 +28,7 @@ from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.doctor import cache
 from sglang_eagle3_embed.doctor.tokenizer import write_tokenizer
 
-__all__ = ["Language", "TargetSpec", "build_target", "default_cache_dir", "train_target"]
+__all__ = ["Language", "TargetSpec", "build_target", "cache_root", "default_cache_dir", "train_target"]
 
 
 FOLDER_FORMAT = 3
@@ -157,21 +157,42 @@ def train_target(spec: TargetSpec, device: str = "cpu"):
     return model.cpu().eval()
 
 
+CACHE_ENV = "SGLANG_EAGLE3_EMBED_CACHE"
+
+
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("SGLANG_EAGLE3_EMBED_CACHE", Path.home() / ".cache" / "sglang_eagle3_embed"))
+    return Path(os.environ.get(CACHE_ENV, Path.home() / ".cache" / "sglang_eagle3_embed"))
+
+
+def cache_root(cache_dir: Path | str | None = None) -> Path:
+    """The cache folder: ``cache_dir`` (``--cache``), else ``$SGLANG_EAGLE3_EMBED_CACHE``, else
+    ``~/.cache/sglang_eagle3_embed``. Raises :class:`~sglang_eagle3_embed.doctor.cache.CacheError`
+    when it can never be a folder (:func:`~sglang_eagle3_embed.doctor.cache.not_a_folder`); it need
+    not exist yet."""
+    root = Path(cache_dir) if cache_dir else default_cache_dir()
+    problem = cache.not_a_folder(root)
+    if problem:
+        if cache_dir:
+            named = f"--cache {root}"
+        else:
+            named = f"{CACHE_ENV}={root}" if CACHE_ENV in os.environ else f"the default cache {root}"
+        raise cache.CacheError(
+            f"{named} {problem}: point {cache.CHOOSE} at a folder (it is created if absent)."
+        )
+    return root
 
 
 def build_target(spec: TargetSpec = TargetSpec(), cache_dir: Path | None = None, device: str = "cpu") -> Path:
     """The trained target's folder (HF format, loadable by SGLang), built once per spec and
-    verified against its manifest on every call (:mod:`sglang_eagle3_embed.doctor.cache`)."""
-    folder = Path(cache_dir or default_cache_dir()) / spec.key
-    if cache.usable(folder):
-        return folder
+    verified against its manifest on every call (:func:`sglang_eagle3_embed.doctor.cache.ensure`:
+    a complete folder is read without a lock; a build or a repair holds the folder's lock)."""
     spec.validate()
-    tmp = cache.temporary(folder)
-    train_target(spec, device).save_pretrained(tmp, safe_serialization=True)
-    write_tokenizer(tmp, spec.vocab)
-    (tmp / "tiny_target_spec.json").write_text(json.dumps(asdict(spec), indent=2))
-    (tmp / "built_on.txt").write_text(f"{device} torch {torch.__version__}\n")
-    cache.publish(tmp, folder)
-    return folder
+    folder = cache_root(cache_dir) / spec.key
+
+    def build(tmp: Path) -> None:
+        train_target(spec, device).save_pretrained(tmp, safe_serialization=True)
+        write_tokenizer(tmp, spec.vocab)
+        (tmp / "tiny_target_spec.json").write_text(json.dumps(asdict(spec), indent=2))
+        (tmp / "built_on.txt").write_text(f"{device} torch {torch.__version__}\n")
+
+    return cache.ensure(folder, build)

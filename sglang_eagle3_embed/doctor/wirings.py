@@ -13,14 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sglang_eagle3_embed.core.draft_config import (
-    DraftIds,
-    read_draft_ids,
-    resolve_capture_plan,
-    stock_reading,
-)
+from sglang_eagle3_embed.core.draft_config import DraftIds, read_draft_ids, resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.ids import Convention, describe_capture_indices, stock_capture_indices
+from sglang_eagle3_embed.core.stock_sglang import stock_reading
 
 __all__ = ["PLUGIN", "STOCK", "Wiring", "candidate_wirings"]
 
@@ -78,12 +74,8 @@ def _readings(config: Mapping, num_layers: int, width: int):
     except DraftConfigError as exc:
         plugin = None
         yield PLUGIN, None, f"refuses to start: {exc}"
-    stock_indices, outcome = stock_reading(config, num_layers)
-    if outcome.startswith("serves") and len(stock_indices) == width:
-        yield STOCK, tuple(stock_indices), None
-    else:
-        failure = outcome if not outcome.startswith("serves") else f"fc shape mismatch: {outcome}"
-        yield STOCK, None, failure
+    stock = stock_reading(config, num_layers, width=width)
+    yield STOCK, stock.indices, None if stock.serves else stock.outcome
 
     draft = _draft_ids(config)
     ids = draft.ids

@@ -12,6 +12,8 @@ same :func:`snapshot` of any launch command line, without a GPU.
 from __future__ import annotations
 
 import logging
+import os
+import stat
 
 from sglang_eagle3_embed.activation import State, requested
 from sglang_eagle3_embed.core import model_folder
@@ -30,36 +32,58 @@ WHAT = f"the resolution step {STEP!r}"
 logger = logging.getLogger("sglang_eagle3_embed")
 
 
-def read_config(path: str | None, revision: str | None = None) -> tuple[object, str | None]:
-    """``config.json`` of a local folder or a cached hub repo, as found (any JSON value: the rules
-    judge its shape): ``(config, None)``, ``(None, None)`` without a path, or ``(None, why not)``."""
+def read_config(path: str | None, revision: str | None = None) -> tuple[dict | None, str | None]:
+    """``config.json`` of a local folder or a cached hub repo, as a JSON object: ``(config, None)``,
+    ``(None, None)`` without a path, or ``(None, why not)`` (a missing or damaged file, or JSON
+    that is not an object: the file and what is wrong with it)."""
     if not path:
         return None, None
     try:
         if looks_local(path):
-            return model_folder.read_config(path, any_json=True, folder_only=True), None
-        from transformers.utils import cached_file
+            file = model_folder.config_file(path, folder_only=True)
+        else:
+            from transformers.utils import cached_file
 
-        try:
-            file = cached_file(path, "config.json", revision=revision)
-        except Exception as exc:  # not cached, no such repo, offline: a finding, not a traceback
-            return None, f"{path}: {type(exc).__name__}: {exc}"
-        return model_folder.read_json(file), None
+            try:
+                file = cached_file(path, "config.json", revision=revision)
+            except Exception as exc:  # not cached, no such repo, offline: a finding, not a traceback
+                return None, f"{path}: {type(exc).__name__}: {exc}"
+            if file is None:
+                return None, f"{path}: has no config.json"
+        config = model_folder.read_json(file)
     except ModelFolderError as exc:
         return None, exc.reason
+    if not isinstance(config, dict):
+        return None, f"{file}: is not a JSON object but a {type(config).__name__}"
+    return config, None
 
 
-def fc_in_features(path: str | None) -> tuple[int | None, str | None]:
-    """The draft fc's input width from the safetensors headers of a local folder (no tensor is
-    read, :func:`~sglang_eagle3_embed.core.model_folder.fc_in_features`): ``(width, None)``,
-    ``(None, None)`` when there is nothing local to read, or ``(None, why)`` when the checkpoint is
-    damaged."""
-    if not path or not looks_local(path):
-        return None, None
+def _gguf(path: str | None) -> bool:
+    """A GGUF file as the model path: SGLang reads its config from the file itself (a FIFO or a
+    folder is never opened)."""
     try:
-        return model_folder.fc_in_features(path), None
+        if not path or not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        if path.endswith(".gguf"):
+            return True
+        with open(path, "rb") as f:
+            return f.read(4) == b"GGUF"
+    except (OSError, ValueError):
+        return False
+
+
+def draft_weights(path: str | None) -> tuple[int | None, str | None, tuple[str, ...]]:
+    """The draft fc's input width from the safetensors headers of a local folder (no tensor is
+    read, :func:`~sglang_eagle3_embed.core.model_folder.fc_in_features`), why the checkpoint cannot
+    be read (a damaged one), and the weight files read: ``(None, None, ())`` when there is nothing
+    local to read."""
+    if not path or not looks_local(path):
+        return None, None, ()
+    try:
+        files = model_folder.weight_files(path)
+        return model_folder.fc_in_features(path), None, tuple(str(f) for f in files)
     except ModelFolderError as exc:
-        return None, exc.reason
+        return None, exc.reason, ()
 
 
 def snapshot(server_args, *, resolved: bool, plugin_active: bool, plugin_reason: str = "") -> Deployment:
@@ -71,20 +95,28 @@ def snapshot(server_args, *, resolved: bool, plugin_active: bool, plugin_reason:
     raw_input = getattr(server_args, "_raw_input", None) or {}
     raw = {n: raw_input.get(n, getattr(server_args, n, None)) for n in WATCHED}
     draft_path = raw["speculative_draft_model_path"]
-    target, _ = read_config(server_args.model_path, getattr(server_args, "revision", None))
+    target, target_error = (
+        (None, None)
+        if _gguf(server_args.model_path)
+        else read_config(server_args.model_path, getattr(server_args, "revision", None))
+    )
     draft, draft_error = read_config(
         draft_path, getattr(server_args, "speculative_draft_model_revision", None)
     )
-    fc_width, weights_error = fc_in_features(draft_path) if draft is not None else (None, None)
+    fc_width, weights_error, weight_files = (
+        draft_weights(draft_path) if draft is not None else (None, None, ())
+    )
     return Deployment(
         raw=raw,
         explicit=frozenset(n for n in WATCHED if raw[n] != defaults.get(n)),
         resolved={n: resolution_result(server_args, n) for n in WATCHED} if resolved else {},
-        target=target if isinstance(target, dict) else None,
+        target=target,
+        target_error=target_error,
         draft=draft,
         draft_error=draft_error,
         draft_fc_in_features=fc_width,
         draft_weights_error=weights_error,
+        draft_weight_files=weight_files,
         plugin_active=plugin_active,
         plugin_reason=plugin_reason,
     )

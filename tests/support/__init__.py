@@ -19,6 +19,22 @@ def cli(*args):
     )  # fmt: skip
 
 
+def in_process(*args) -> tuple[int, str, str]:
+    """``sglang-eagle3-embed ARGS`` in this process: (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from sglang_eagle3_embed import cli as command
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = command.main([str(a) for a in args])
+        except SystemExit as exit_:
+            code = exit_.code
+    return code, out.getvalue(), err.getvalue()
+
+
 def needs_capture_only():
     """A pytest mark: skip where the installed SGLang has no capture-only mode (before 0.5.23)."""
     import pytest

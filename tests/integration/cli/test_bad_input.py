@@ -3,8 +3,6 @@ the inputs users get wrong (missing or damaged folders, swapped or mismatched mo
 flags), then every command driven with generated bad inputs (Hypothesis) under the exit-code
 contract: 0 ok, 1 findings, 2 bad invocation or unreadable input, no traceback, JSON with --json."""
 
-import contextlib
-import io
 import json
 import shutil
 
@@ -12,22 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle3_embed import cli
 from sglang_eagle3_embed.core.deployment import text_config
 from sglang_eagle3_embed.core.ids import IDS_FIELD
+from tests.support import in_process
 from tests.support.strategies import JSON, messy_draft_config
 
 QUICK = ["--num-prompts", "4", "--new-tokens", "4", "--num-steps", "2", "--no-progress"]
 
 
-def run(*args) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main([str(a) for a in args])
-        except SystemExit as exit_:
-            code = exit_.code
-    return code, out.getvalue(), err.getvalue()
+run = in_process
 
 
 def assert_contract(code, out, err, as_json=False):

@@ -67,3 +67,42 @@ def test_no_arguments_prints_help_and_does_nothing_else(capsys):
     assert code == 0
     assert out.startswith("usage: sglang-eagle3-embed")
     assert all(command in out for command in ("ids", "check", "probe", "demo", "pair"))
+
+
+@pytest.mark.parametrize(
+    "ids", [["-1", 2, 4], [-1.0, 2.0, 4.0], [float("nan"), 2, 4], [[-1], 2, 4]], ids=repr
+)
+def test_ids_that_are_not_integers_are_what_stock_sglang_keeps_and_fails_on(tmp_path, capsys, ids):
+    draft = write(tmp_path, "draft", {"eagle_config": {IDS_FIELD: ids}})
+    code, out, _err = run(capsys, "ids", draft, "--num-layers", "7", "--json")
+    result = json.loads(out)
+    assert code == 1 and not result["ok"] and result["rule"] == "draft-ids-invalid"
+    assert result["stock_sglang"] == "fails at startup: RuntimeError: captured 2 of 3 aux hidden states"
+    assert result["stock_capture_indices"] is None
+
+
+@pytest.mark.parametrize("arch", ["LlamaForCausalLM", "Qwen2ForCausalLM"])
+def test_ids_on_an_add_one_target_say_the_plugin_refuses_and_stock_serves(tmp_path, capsys, arch):
+    draft = write(tmp_path, "draft", {"eagle_config": {IDS_FIELD: [-1, 2, 4]}})
+    target = write(tmp_path, "target", {"architectures": [arch], "num_hidden_layers": 7})
+    code, out, _err = run(capsys, "ids", draft, "--target", target)
+    assert code == 1, out
+    assert f"target resolves to {arch}" in out and "drop --model-impl sglang_eagle3_embed" in out
+    assert f"stock SGLang ({arch}): serves [embedding output, output of layer 2, output of layer 4]" in out
+    assert "captures [" not in out  # no plugin capture claimed for a target it refuses
+
+
+def test_ids_on_a_target_whose_reading_is_not_modelled_say_so(tmp_path, capsys):
+    draft = write(tmp_path, "draft", {"eagle_config": {IDS_FIELD: [-1, 2, 4]}})
+    target = write(tmp_path, "target", {"architectures": ["GptOssForCausalLM"], "num_hidden_layers": 7})
+    code, out, _err = run(capsys, "ids", draft, "--target", target, "--json")
+    result = json.loads(out)
+    assert code == 1 and result["rule"] == "target-not-deepseek"
+    assert result["stock_sglang"].startswith("not modelled: GptOssForCausalLM")
+
+
+def test_a_huge_ids_list_is_not_echoed_in_full(tmp_path, capsys):
+    draft = write(tmp_path, "draft", {"eagle_config": {IDS_FIELD: ["x"] * 200_000}})
+    code, out, _err = run(capsys, "ids", draft, "--num-layers", "7")
+    assert code == 1 and "(200000 entries)" in out
+    assert len(out) < 2000

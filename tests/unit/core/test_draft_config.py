@@ -190,7 +190,7 @@ def test_log_line_names_the_tensors_in_order():
             {"eagle_config": {IDS_FIELD: [1, 29, 57]}},
             "serves [output of layer 1, output of layer 29, output of layer 57]",
         ),
-        ({"eagle_config": {IDS_FIELD: [-1, 61]}}, "captured 0 of 2"),
+        ({"eagle_config": {IDS_FIELD: [-1, 61]}}, "no listed index matches a layer"),
         ({"eagle_config": {IDS_FIELD: [-1, 60]}}, "captured 1 of 2"),
     ],
 )

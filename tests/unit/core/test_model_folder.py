@@ -18,12 +18,18 @@ from hypothesis import strategies as st
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.core.model_folder import (
     INDEX,
+    LAYER_PREFIX,
+    MTP_MODULES,
+    WRAPPED_LAYER_PREFIXES,
     ModelFolder,
     ModelFolderError,
     TensorInfo,
     config_file,
+    decoder_layers,
+    describe_layers,
     fc_in_features,
     layer_count,
+    layer_prefixes,
     looks_local,
     read_config,
     read_json,
@@ -285,12 +291,21 @@ def test_a_damaged_safetensors_file_is_named_with_what_is_wrong(tmp_path, data, 
     assert expected in message and "download the model again" in message
 
 
-def test_an_unknown_dtype_is_read_without_its_size_checked(tmp_path):
+def test_a_dtype_safetensors_does_not_define_is_refused_as_safetensors_refuses_it(tmp_path):
     file = tmp_path / "model.safetensors"
     file.write_bytes(
         safetensors_bytes({}, header={"w": {"dtype": "F2", "shape": [8], "data_offsets": [0, 2]}}) + b"\0\0"
     )
-    assert safetensors_header(file) == {"w": TensorInfo("F2", (8,))}
+    with pytest.raises(ModelFolderError, match="the dtype 'F2', which safetensors does not define"):
+        safetensors_header(file)
+
+
+@pytest.mark.parametrize("metadata", [5, ["a"], {"a": 1}])
+def test_metadata_that_is_not_an_object_of_strings_is_refused(tmp_path, metadata):
+    file = tmp_path / "model.safetensors"
+    file.write_bytes(safetensors_bytes({}, header={"__metadata__": metadata}))
+    with pytest.raises(ModelFolderError, match="__metadata__ that is not an object of strings"):
+        safetensors_header(file)
 
 
 def sharded(tmp_path, shards: dict, weight_map=None):
@@ -350,3 +365,63 @@ def test_a_model_folder_checks_every_weight_file(tmp_path):
     assert fc_in_features(folder.path) == 8
     (folder.path / "model.safetensors").write_bytes(safetensors_bytes({"fc.weight": ("F16", (16,), 2)}))
     assert "not 2-D" in failure(fc_in_features, folder.path)
+
+
+# ------------------------------------------------------------------ tensor names and decoder layers
+
+
+def test_decoder_layers_are_the_indices_of_the_layer_names_with_their_modules():
+    names = [
+        "model.embed_tokens.weight", "lm_head.weight", "model.norm.weight",
+        "model.layers.0.self_attn.q_proj.weight", "model.layers.0.mlp.down_proj.weight",
+        "model.layers.1.mlp.experts.3.up_proj.weight", "model.layers.1.mlp.gate.e_score_correction_bias",
+        "model.layers.10.input_layernorm.weight",
+        "model.layers.61.eh_proj.weight", "model.layers.61.enorm.weight", "model.layers.61.hnorm.weight",
+        "model.layers.61.shared_head.head.weight",
+        # not a layer: no index, no module after it, a non-ASCII digit, an index of 10 digits
+        "model.layers.x.mlp.weight", "model.layers.3", "model.layers.\u0663.mlp.weight",
+        "model.layers.1234567890.mlp.weight", "language_model.model.layers.5.mlp.weight",
+    ]  # fmt: skip
+    layers = decoder_layers(names)
+    assert list(layers) == [0, 1, 10, 61]
+    assert layers[0] == {"self_attn", "mlp"} and layers[1] == {"mlp"}
+    assert layers[61] & MTP_MODULES == {"eh_proj", "enorm", "hnorm"} and "shared_head" in layers[61]
+    assert not layers[0] & MTP_MODULES
+    assert decoder_layers([]) == {}
+
+
+def test_a_kimi_wrapper_keeps_its_text_layers_under_language_model():
+    deepseek = {"num_hidden_layers": 2}
+    kimi = {"text_config": {"num_hidden_layers": 2}, "vision_config": {"num_hidden_layers": 27}}
+    assert layer_prefixes(deepseek) == (LAYER_PREFIX,)
+    assert layer_prefixes(kimi) == WRAPPED_LAYER_PREFIXES
+    names = [
+        "language_model.model.layers.0.mlp.gate_proj.weight",
+        "language_model.layers.1.self_attn.o_proj.weight",  # NVFP4 exports
+        "vision_tower.encoder.blocks.0.wqkv.weight", "mm_projector.proj.0.weight",
+        "model.layers.7.mlp.weight",  # not the wrapper's text model
+    ]  # fmt: skip
+    assert decoder_layers(names, layer_prefixes(kimi)) == {0: {"mlp"}, 1: {"self_attn"}}
+    assert decoder_layers(names, layer_prefixes(deepseek)) == {7: {"mlp"}}
+
+
+@pytest.mark.parametrize(
+    ("indices", "expected"),
+    [
+        (range(7), "layers 0-6"),
+        ([6, 0, 1, 2, 4, 5], "layers 0-2, 4-6"),
+        ([3], "layer 3"),
+        ([7, 9], "layers 7, 9"),
+        ([0, 1, 61], "layers 0-1, 61"),
+        ([], "no decoder layers"),
+    ],
+)
+def test_layers_are_described_as_runs(indices, expected):
+    assert describe_layers(indices) == expected
+
+
+def test_an_index_that_names_no_shard_is_refused(tmp_path):
+    folder = model(tmp_path, {"architectures": ["LlamaForCausalLMEagle3"]}, name="draft")
+    (folder / "model.safetensors.index.json").write_text('{"weight_map": {}}')
+    with pytest.raises(ModelFolderError, match="names no shard"):
+        weight_files(folder)

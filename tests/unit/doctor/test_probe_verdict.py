@@ -90,3 +90,18 @@ def test_each_id_moved_by_one_is_a_candidate():
     scored = {w.indices for w in wirings if w.indices is not None}
     for moved in [(0, 2, 5), (0, 4, 5), (0, 3, 4), (0, 3, 6), (1, 3, 5)]:
         assert moved in scored, moved
+
+
+def test_a_plugin_scored_alone_or_over_one_prompt_gets_no_verdict():
+    alone = report(result([PLUGIN, "ids as layer outputs"], (0, 3, 5), 5.6), STOCK_FAILS)
+    assert not alone.plugin_ok and "only one wiring" in alone.verdict()[0]
+    assert not any("nothing found wrong" in line or ": OK." in line for line in alone.verdict())
+    one = ProbeReport(
+        [
+            result([PLUGIN, "ids as layer outputs"], (0, 3, 5), 5.6),
+            result(["SGLang's default layers"], (2, 3, 4), 2.2, deficit=3.4, se=0.0),
+        ],
+        steps=7, prompts=1, new_tokens=40, backend="hf",
+    )  # fmt: skip
+    assert not one.determined and "one prompt" in one.verdict()[0] and not one.plugin_ok
+    assert not any("nothing found wrong" in line or ": OK." in line for line in one.verdict())

@@ -107,11 +107,12 @@ def pair_folders(tmp_path, *, ids, fc_captures, layers=7, hidden=4) -> tuple[Pat
     ``fc_captures`` states: configs and headers only."""
     target = folder(tmp_path, "t", {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": layers,
                                     "hidden_size": hidden, "vocab_size": 50}).path  # fmt: skip
-    weights(target, {"model.embed_tokens.weight": [50, hidden]})
+    layer_norms = {f"model.layers.{i}.input_layernorm.weight": [hidden] for i in range(layers)}
+    weights(target, {"model.embed_tokens.weight": [50, hidden], **layer_norms})
     config = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": hidden, "target_hidden_size": hidden,
               "eagle_config": {"eagle_aux_hidden_state_layer_ids": ids}}  # fmt: skip
     draft = folder(tmp_path, "d", config).path
-    weights(draft, {"fc.weight": [hidden, fc_captures * hidden]})
+    weights(draft, {"fc.weight": [hidden, fc_captures * hidden], "midlayer.hidden_norm.weight": [hidden]})
     return target, draft
 
 
@@ -152,7 +153,7 @@ def test_a_target_without_layers_is_refused_before_a_model_loads(tmp_path, monke
     no_model_loads(monkeypatch)
     target, draft = pair_folders(tmp_path, ids=[-1, 2, 4], fc_captures=3, layers=0)
     with pytest.raises(
-        InputError, match=f"--target {target / 'config.json'}: has no integer num_hidden_layers"
+        InputError, match=f"--target {target}: config.json has no integer num_hidden_layers .found 0."
     ):
         probe_folders(ProbeRequest(target, draft))
 

@@ -1,0 +1,149 @@
+"""core.rules_draft on malformed draft and target fields: a value the draft's fc, embedding or
+lm_head is sized from, that no deployment can run with, is an error naming the field, the value
+and the fix, never "ok" or "not checked". Pure: Deployments built from dictionaries."""
+
+import math
+
+import pytest
+
+from sglang_eagle3_embed import MODEL_IMPL
+from sglang_eagle3_embed.core.deployment import Deployment
+from sglang_eagle3_embed.core.findings import Severity
+from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.rules import Stage, evaluate
+
+TARGET = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "num_hidden_layers": 8,
+    "hidden_size": 64,
+    "vocab_size": 128,
+}
+DRAFT = {
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "hidden_size": 64,
+    "vocab_size": 128,
+    "eagle_config": {IDS_FIELD: [-1, 2, 4]},
+}
+RAW = {
+    "speculative_algorithm": "EAGLE3",
+    "speculative_draft_model_path": "DRAFT",
+    "speculative_num_steps": 3,
+    "speculative_eagle_topk": 1,
+    "speculative_num_draft_tokens": 4,
+    "model_impl": MODEL_IMPL,
+}
+WEIGHTS = ("/models/draft/model.safetensors",)
+
+
+def deployment(target=TARGET, draft=DRAFT, **kwargs) -> Deployment:
+    kwargs.setdefault("draft_fc_in_features", 192)
+    kwargs.setdefault("draft_weight_files", WEIGHTS)
+    return Deployment(raw=RAW, target=target, draft=draft, **kwargs)
+
+
+def by_rule(d: Deployment) -> dict:
+    found = {}
+    for stage in (Stage.PRE, Stage.POST):
+        for f in evaluate(d, stage):
+            found.setdefault(f.rule, []).append(f)
+    return found
+
+
+def errors(d: Deployment, rule_id: str) -> list[str]:
+    return [f.message for f in by_rule(d).get(rule_id, []) if f.severity is Severity.ERROR]
+
+
+def test_the_base_deployment_is_clean():
+    assert by_rule(deployment()) == {}
+
+
+@pytest.mark.parametrize("value", [False, True, "64", 0, -64, 64.0, math.nan, [64], {"a": 1}])
+def test_a_malformed_target_hidden_size_is_an_error(value):
+    found = errors(deployment(draft={**DRAFT, "target_hidden_size": value}), "draft-target-hidden")
+    assert len(found) == 1
+    assert (
+        f"target_hidden_size is {value!r}" in found[0]
+        and "Fix: set the draft's target_hidden_size to 64" in found[0]
+    )
+
+
+def test_a_null_target_hidden_size_falls_back_to_the_drafts_hidden_size():
+    assert by_rule(deployment(draft={**DRAFT, "target_hidden_size": None})) == {}
+
+
+@pytest.mark.parametrize("value", [None, "64", 0, True])
+def test_without_target_hidden_size_the_drafts_hidden_size_must_be_a_positive_integer(value):
+    draft = {k: v for k, v in DRAFT.items() if k != "hidden_size"}
+    if value is not None:
+        draft["hidden_size"] = value
+    (message,) = errors(deployment(draft=draft), "draft-target-hidden")
+    assert "hidden_size" in message and "(and no target_hidden_size)" in message and "Fix" in message
+
+
+@pytest.mark.parametrize("value", [None, 0, "64"])
+def test_a_target_without_a_usable_hidden_size_is_an_error_not_a_fix_to_copy_it(value):
+    target = {**TARGET, "hidden_size": value}
+    (message,) = errors(deployment(target=target), "draft-target-hidden")
+    assert "the target's config" in message and "use the target's original config.json" in message
+    assert "set target_hidden_size to" not in message
+    assert by_rule(deployment(target=target))["draft-fc-width"][0].severity is Severity.NOT_CHECKED
+
+
+def test_a_draft_for_another_target_width_keeps_its_message():
+    (message,) = errors(deployment(draft={**DRAFT, "target_hidden_size": 32}), "draft-target-hidden")
+    assert message.startswith("the draft's target_hidden_size is 32 but the target's hidden_size is 64")
+
+
+@pytest.mark.parametrize("value", ["missing", None, "128", True, 0, 128.0, math.inf])
+def test_the_drafts_vocab_size_must_be_a_positive_integer(value):
+    draft = {k: v for k, v in DRAFT.items() if k != "vocab_size"}
+    if value != "missing":
+        draft["vocab_size"] = value
+    (message,) = errors(deployment(draft=draft), "draft-vocab")
+    expected = "has no vocab_size" if value in ("missing", None) else f"vocab_size is {value!r}"
+    assert expected in message and "Fix: set the draft's vocab_size to 128" in message
+
+
+@pytest.mark.parametrize("value", ["x", 0, -1, True, 256, 1.5])
+def test_a_given_draft_vocab_size_must_fit_the_target(value):
+    (message,) = errors(deployment(draft={**DRAFT, "draft_vocab_size": value}), "draft-vocab")
+    assert (
+        f"draft_vocab_size is {value!r}" in message
+        and "no larger than the target's vocab_size 128" in message
+    )
+
+
+@pytest.mark.parametrize("value", [None, 64, 128])
+def test_a_draft_vocab_size_within_the_targets_is_accepted(value):
+    assert by_rule(deployment(draft={**DRAFT, "draft_vocab_size": value})) == {}
+
+
+@pytest.mark.parametrize("value", [None, -1, "128"])
+def test_a_target_without_a_usable_vocab_size_is_an_error(value):
+    (message,) = errors(deployment(target={**TARGET, "vocab_size": value}), "draft-vocab")
+    assert "the target's config" in message and "use the target's original config.json" in message
+
+
+def test_local_weights_without_an_fc_weight_are_an_error():
+    """The target's own folder passed as the draft: its weights hold no fc.weight, and SGLang would
+    serve a draft whose fc it never loaded."""
+    (message,) = errors(deployment(draft_fc_in_features=None), "draft-fc-width")
+    assert "(model.safetensors) hold no fc.weight" in message and "Fix" in message
+
+
+def test_no_local_weights_leave_the_fc_width_not_checked():
+    (finding,) = by_rule(deployment(draft_fc_in_features=None, draft_weight_files=()))["draft-fc-width"]
+    assert finding.severity is Severity.NOT_CHECKED
+
+
+def test_the_fc_width_reads_the_drafts_target_hidden_size():
+    d = deployment(draft={**DRAFT, "target_hidden_size": 32}, draft_fc_in_features=96)
+    assert "draft-fc-width" not in by_rule(d)
+
+
+def test_an_unreadable_target_config_is_a_target_config_error():
+    why = "/models/target/config.json: is not a regular file but a FIFO"
+    found = by_rule(deployment(target=None, target_error=why))
+    (finding,) = found["target-config"]
+    assert finding.severity is Severity.ERROR and why in finding.message and "Fix" in finding.message
+    assert why in found["draft-ids-range"][0].message  # the rules that plan from it say why not
