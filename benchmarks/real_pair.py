@@ -398,6 +398,17 @@ def _record(folder: Path, spec: RealPairSpec, **made) -> None:
     (folder / RECORD).write_text(json.dumps({"spec": asdict(spec), **made}, indent=2) + "\n")
 
 
+def _made_from(folders: dict, spec, name: str, record: str, source: str):
+    """The check of ``folders[name]``: built for ``spec``, from the current ``folders[source]``."""
+
+    def problem() -> str | None:
+        return _spec_problem(folders[name], spec)() or cache.origin_problem(
+            folders[name], record, folders[source]
+        )
+
+    return problem
+
+
 def _spec_problem(folder: Path, spec: RealPairSpec):
     def check() -> str | None:
         try:
@@ -488,13 +499,10 @@ def build(out: Path, spec: RealPairSpec, device: str = "cpu", *, reuse: bool = F
             _save_target(deep, tmp, spec, getattr(torch, spec.save_dtype))
             _record(tmp, spec, layers=L, trained_at=list(trained_at), inserted=list(inserted))
 
-    def target_problem() -> str | None:
-        return _spec_problem(folders["target"], spec)() or cache.origin_problem(
-            folders["target"], DEEPENED_FROM, folders["shallow"]
-        )
-
     with _timed(timings, "target: in all"):
-        cache.ensure(folders["target"], build_target, target_problem)
+        cache.ensure(
+            folders["target"], build_target, _made_from(folders, spec, "target", DEEPENED_FROM, "shallow")
+        )
     log(
         f"deep target: {L} layers, trained ones at {list(trained_at)}, zero-output ones at "
         f"{list(inserted)} (first_k_dense_replace {_config(folders['target'])['first_k_dense_replace']}): "
@@ -514,13 +522,8 @@ def build(out: Path, spec: RealPairSpec, device: str = "cpu", *, reuse: bool = F
         with _timed(timings, "draft: save"):
             _save_draft(made["draft"], tmp, spec, ids, on)
 
-    def draft_problem() -> str | None:
-        return _spec_problem(folders["draft"], spec)() or cache.origin_problem(
-            folders["draft"], TRAINED_ON, folders["target"]
-        )
-
     with _timed(timings, "draft: in all"):
-        cache.ensure(folders["draft"], build_draft, draft_problem)
+        cache.ensure(folders["draft"], build_draft, _made_from(folders, spec, "draft", TRAINED_ON, "target"))
     log(
         f"draft on {list(ids)} = [{', '.join(name_tensor(i + 1, trained_at) for i in ids)}], "
         f"{spec.draft_steps} steps: " + _took(timings, "draft", folders["draft"])
