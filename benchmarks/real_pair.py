@@ -73,7 +73,6 @@ import time
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
-from unittest import mock
 
 import torch
 
@@ -281,25 +280,11 @@ def pick_ids(trained_at, num_layers: int) -> tuple[int, int, int]:
 # --- the targets --------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _full_config(spec: RealPairSpec):
-    """``train_target`` builds its model from ``tiny_target.target_config(TargetSpec)``, and
-    ``TargetSpec`` has no field for the real MoE sizes: during the call that function answers with
-    :meth:`RealPairSpec.shallow_config`, so the recipe runs unchanged on the real shape."""
-    config = spec.shallow_config()  # before the patch: it calls the original
-    with mock.patch.object(tiny_target, "target_config", lambda _spec: config):
-        yield
-
-
 def train_shallow(spec: RealPairSpec, device: str = "cpu"):
-    """The shallow target, trained by ``tiny_target.train_target`` on its language; eval mode, CPU."""
+    """The shallow target, trained by ``tiny_target.train_target`` on its language in the real
+    shape (:meth:`RealPairSpec.shallow_config`); eval mode, CPU."""
     spec.validate()
-    with _full_config(spec):
-        model = train_target(spec.target_spec(), device)
-    got = {k: getattr(model.config, k) for k in spec._overrides()}
-    if got != spec._overrides():  # train_target no longer builds through target_config
-        raise RuntimeError(f"train_target built {got}, not the spec's {spec._overrides()}")
-    return model
+    return train_target(spec.target_spec(), device, config=spec.shallow_config())
 
 
 def _load(folder: Path):

@@ -126,13 +126,15 @@ def target_config(spec: TargetSpec):
     )  # fmt: skip
 
 
-def train_target(spec: TargetSpec, device: str = "cpu"):
+def train_target(spec: TargetSpec, device: str = "cpu", config=None):
     """Train the target on its language (AdamW, cross entropy); returns it in eval mode, on the CPU.
-    Bit-reproducible on the CPU; ``device="cuda"`` is faster but not bitwise reproducible."""
+    ``config``: the model's config when it is not ``target_config(spec)`` (a shape ``TargetSpec``
+    cannot express). Bit-reproducible on the CPU; ``device="cuda"`` is faster but not bitwise
+    reproducible."""
     from transformers import DeepseekV3ForCausalLM
 
     torch.manual_seed(spec.seed)
-    model = DeepseekV3ForCausalLM(target_config(spec))
+    model = DeepseekV3ForCausalLM(target_config(spec) if config is None else config)
     language = Language(spec)
     if spec.embed_std:
         embedding = model.get_input_embeddings().weight
