@@ -262,12 +262,3 @@ def resolve_capture_plan(config: Mapping, num_layers: int) -> CapturePlan:
             rule="draft-aux-count",
         )
     return CapturePlan(draft.ids, draft.source, convention, indices, tuple(warnings))
-
-
-def stock_reading(config: Mapping, num_layers: int) -> tuple[list[int] | None, str]:
-    """``(indices served or None, outcome)``: :func:`sglang_eagle3_embed.core.stock_sglang.stock_reading`
-    for the DeepSeek family."""
-    from sglang_eagle3_embed.core.stock_sglang import stock_reading as reading
-
-    found = reading(config, num_layers)
-    return (None if found.indices is None else list(found.indices)), found.outcome

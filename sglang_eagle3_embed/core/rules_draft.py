@@ -7,10 +7,11 @@ from functools import wraps
 
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.deployment import Deployment, positive_int
-from sglang_eagle3_embed.core.draft_config import CapturePlan, stock_reading
+from sglang_eagle3_embed.core.draft_config import CapturePlan
 from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
 from sglang_eagle3_embed.core.rule_registry import Stage, rule
+from sglang_eagle3_embed.core.stock_sglang import stock_reading
 
 
 def _plan(d: Deployment) -> CapturePlan | NotChecked:
@@ -354,9 +355,9 @@ def _stock_misreads(d: Deployment):
     if isinstance(plan, NotChecked):
         yield plan
         return
-    stock_indices, outcome = stock_reading(d.draft, d.target_text["num_hidden_layers"])
-    if list(plan.indices) != stock_indices:
+    stock = stock_reading(d.draft, d.target_text["num_hidden_layers"], d.target_arch)
+    if stock.indices is None or list(plan.indices) != list(stock.indices):
         yield (
-            f"the draft reads [{plan.describe()}], but stock SGLang {outcome}. "
+            f"the draft reads [{plan.describe()}], but stock SGLang {stock.outcome}. "
             f"Fix: add --model-impl {MODEL_IMPL}."
         )

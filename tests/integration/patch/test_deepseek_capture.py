@@ -3,7 +3,7 @@
 For random tiny DeepseekV2/V3 configs, random id lists containing -1 (any order, nested or top
 level) and random prefill / decode / extend batches, the aux hidden states the plugin hands the
 draft equal HF ``output_hidden_states`` at the mapped indices, in the configured order (fp32).
-The same inputs through stock SGLang do what ``draft_config.stock_reading`` predicts: a startup
+The same inputs through stock SGLang do what ``stock_sglang.stock_reading`` predicts: a startup
 error, or other tensors or another order, unless its reading happens to coincide.
 """
 
@@ -12,8 +12,8 @@ import torch
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle3_embed.core.draft_config import stock_reading
 from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.stock_sglang import stock_reading
 from sglang_eagle3_embed.patch import deepseek_capture as capture
 from sglang_eagle3_embed.patch import deepseek_models as models
 from tests.support.strategies import draft_config, embed_ids
@@ -115,9 +115,11 @@ def test_property_plugin_matches_hf_and_stock_does_not(harness):
         assert torch.allclose(out.hidden_states, full, atol=ATOL)
 
         # Stock SGLang reads the same config its own way (nested ids only, first-id heuristic,
-        # ascending packing): it does exactly what draft_config.stock_reading predicts, which is
+        # ascending packing): it does exactly what stock_sglang.stock_reading predicts, which is
         # a startup error or other tensors whenever the reading differs from the trained ids.
-        stock_indices, outcome = stock_reading(config, spec.num_layers)
+        reading = stock_reading(config, spec.num_layers)
+        stock_indices = None if reading.indices is None else list(reading.indices)
+        outcome = reading.outcome
         baseline = harness.sglang_model(stock_cls, hf_cfg, hf)
         baseline.set_eagle3_layers_to_capture(stock_ids(config))
         if "aux hidden states" in outcome or "no listed index matches" in outcome:

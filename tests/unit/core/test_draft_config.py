@@ -4,9 +4,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle3_embed.core.draft_config import CapturePlan, resolve_capture_plan, stock_reading
+from sglang_eagle3_embed.core.draft_config import CapturePlan, resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD, Convention
+from sglang_eagle3_embed.core.stock_sglang import stock_reading
 from tests.support.strategies import draft_config, embed_ids, messy_draft_config
 
 LAYERS = st.integers(min_value=2, max_value=96)
@@ -195,4 +196,4 @@ def test_log_line_names_the_tensors_in_order():
     ],
 )
 def test_stock_reading_reproduces_sglang_0_5_23(config, outcome):
-    assert outcome in stock_reading(config, 61)[1]
+    assert outcome in stock_reading(config, 61).outcome
