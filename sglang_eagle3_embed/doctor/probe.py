@@ -35,6 +35,11 @@ from sglang_eagle3_embed.doctor.wirings import Wiring
 __all__ = ["probe_folders", "run_probe"]
 
 
+def _se(values: torch.Tensor) -> float:
+    """Standard error of the mean (0 for a single value)."""
+    return (values.std() / values.numel() ** 0.5).item() if values.numel() > 1 else 0.0
+
+
 def _chunks(n: int, size: int):
     for start in range(0, n, size):
         yield slice(start, min(n, start + size))
@@ -90,8 +95,10 @@ def run_probe(
             results.append(WiringResult(w, None))
             continue
         diff = per_sequence[best] - per_sequence[w.indices]  # paired over the same prompts
-        se = (diff.std() / diff.numel() ** 0.5).item() if diff.numel() > 1 else 0.0
-        results.append(WiringResult(w, scores[w.indices], diff.mean().item(), se))
+        gain = per_sequence[w.indices] - 1  # accepted draft tokens per verify step, per prompt
+        results.append(
+            WiringResult(w, scores[w.indices], diff.mean().item(), _se(diff), gain.mean().item(), _se(gain))
+        )
     return ProbeReport(results, steps, prompts.shape[0], new_tokens, backend.name)
 
 

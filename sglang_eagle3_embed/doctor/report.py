@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 
 from sglang_eagle3_embed.doctor.chain import ChainScore
-from sglang_eagle3_embed.doctor.wirings import PLUGIN, STOCK, Wiring
+from sglang_eagle3_embed.doctor.wirings import LITERAL, PLUGIN, STOCK, Wiring
 
 __all__ = ["CONFIG_READINGS", "ProbeReport", "WiringResult"]
 
@@ -19,6 +19,9 @@ class WiringResult:
     deficit: float = 0.0
     """Accept length below the best wiring's, per prompt, averaged (paired over the same prompts)."""
     deficit_se: float = 0.0
+    gain: float = 0.0
+    """Draft tokens accepted per verify step (accept length - 1), per prompt, averaged."""
+    gain_se: float = 0.0
 
     def as_dict(self) -> dict:
         out = {"names": list(self.wiring.names), "capture_indices": self.wiring.indices}
@@ -27,11 +30,17 @@ class WiringResult:
             out["fails"] = self.wiring.failure
         else:
             out.update(self.score.as_dict(), deficit=self.deficit, deficit_se=self.deficit_se)
+            out.update(gain=self.gain, gain_se=self.gain_se)
         return out
 
 
-CONFIG_READINGS = (PLUGIN, "ids as layer outputs", "ids as HF hidden_states")
-"""The names of the wirings the config itself describes (the plugin's reading, the literal ids)."""
+CONFIG_READINGS = (PLUGIN, *LITERAL)
+"""The names of the wirings the config itself describes (the plugin's reading, the literal ids),
+unless the reading takes no ids from it (:attr:`Wiring.reads_defaults_only`)."""
+
+Z_GAIN = NormalDist().inv_cdf(0.95)
+"""Standard errors by which a wiring's accepted draft tokens must exceed zero to count as
+evidence that the draft works with it (one-sided, 5%)."""
 
 
 @dataclass
@@ -39,10 +48,14 @@ class ProbeReport:
     """The scored wirings and what they allow to conclude.
 
     The report names the wiring the draft was trained for only when it is ``determined``: at least
-    two wirings were scored, one of them a reading of the config itself, and the best is clear of
+    two wirings were scored over two prompts or more, the best gets draft tokens accepted beyond
+    the noise, one of them is a reading of the ids the config names, and the best is clear of
     every other by more than ``z`` standard errors of their paired difference, where ``z`` bounds
     the chance of any false separation among the comparisons made to 5% (Bonferroni: about 2.8 for
-    10 other wirings). Otherwise the verdict is "undetermined", with the reason."""
+    10 other wirings). Otherwise the verdict is "undetermined", with the reason.
+
+    The best is the wiring with the highest pooled accept length (what a server reports); the
+    others are compared with it per prompt, and one that scores above it per prompt counts as tied."""
 
     results: list[WiringResult]
     steps: int
@@ -77,6 +90,14 @@ class ProbeReport:
         """The best wiring or one indistinguishable from it."""
         return result.score is not None and (result is self.best or result in self.ties)
 
+    @staticmethod
+    def drafts(result: WiringResult) -> bool:
+        """Draft tokens are accepted under this wiring beyond the noise of the prompts probed."""
+        return result.score is not None and result.gain > Z_GAIN * max(result.gain_se, 1e-9)
+
+    def _describes_config(self, result: WiringResult) -> bool:
+        return bool(set(result.wiring.names) & set(CONFIG_READINGS)) and not result.wiring.reads_defaults_only
+
     @property
     def undetermined_because(self) -> str | None:
         """Why the report cannot name the trained wiring, or None when it can."""
@@ -88,7 +109,21 @@ class ProbeReport:
             )
         if self.prompts < 2:
             return "one prompt gives no spread to compare wirings by; probe more prompts (--num-prompts)"
-        if not any(set(r.wiring.names) & set(CONFIG_READINGS) for r in self.scored):
+        if not self.drafts(self.best):
+            return (
+                f"no wiring gets draft tokens accepted beyond the noise (at best accept length "
+                f"{self.best.score.accept_length:.2f} over {self.prompts} prompts): the draft was trained "
+                "on none of the wirings tried, or for another target; with a weak draft, probe more "
+                "prompts (--num-prompts)"
+            )
+        plugin = self.result(PLUGIN)
+        if plugin is not None and plugin.wiring.reads_defaults_only:
+            return (
+                "the draft config names no aux layer ids, so it does not say what the draft was "
+                "trained on: SGLang's default layers and their neighbours are scored, and the wiring "
+                "it was trained on may be none of them"
+            )
+        if not any(self._describes_config(r) for r in self.scored):
             return "the config's own reading could not be scored (see the plugin's line below)"
         if self.ties:
             names = "; ".join(r.wiring.name for r in [self.best, *self.ties])
@@ -107,12 +142,23 @@ class ProbeReport:
         """Whether the scores can be compared at all: two wirings or more, over two prompts or more."""
         return len(self.scored) >= 2 and self.prompts >= 2
 
+    def found_nothing_wrong(self, result: WiringResult | None) -> bool:
+        """This reading of the config was scored against other wirings, is the best, alone or tied,
+        gets draft tokens accepted beyond the noise, and takes its ids from the config. Scored
+        alone, over one prompt, with nothing accepted, or with SGLang's default layers for want of
+        ids, it is not evidence of anything."""
+        return (
+            result is not None
+            and self.comparable
+            and self.is_named(result)
+            and self.drafts(result)
+            and not result.wiring.reads_defaults_only
+        )
+
     @property
     def plugin_ok(self) -> bool:
-        """The plugin's reading was scored against other wirings and is the best, alone or tied:
-        nothing found wrong. Scored alone, or over one prompt, it is not evidence of anything."""
-        plugin = self.result(PLUGIN)
-        return self.comparable and plugin is not None and self.is_named(plugin)
+        """Nothing found wrong with the plugin's reading (:meth:`found_nothing_wrong`)."""
+        return self.found_nothing_wrong(self.result(PLUGIN))
 
     def verdict(self) -> list[str]:
         best = self.best
@@ -139,6 +185,19 @@ class ProbeReport:
                     f"{who} reads the config as [{r.wiring.describe()}] (predicted accept length "
                     f"{r.score.accept_length:.2f}): nothing to compare it with, so no verdict."
                 )
+            elif r.wiring.reads_defaults_only:
+                lines.append(
+                    f"{who} takes no ids from the config and captures SGLang's default layers "
+                    f"[{r.wiring.describe()}] (predicted accept length {r.score.accept_length:.2f}, "
+                    f"{self._standing(r)}): nothing shows the draft was trained on them; write the ids "
+                    "it was trained on into the draft config (eagle_config.eagle_aux_hidden_state_layer_ids)."
+                )
+            elif self.is_named(r) and not self.drafts(r):
+                lines.append(
+                    f"{who} reads the config as [{r.wiring.describe()}]: no draft tokens accepted "
+                    f"beyond the noise with it (predicted accept length {r.score.accept_length:.2f} over "
+                    f"{self.prompts} prompts), so nothing says the draft works with it."
+                )
             elif self.is_named(r) and self.determined:
                 lines.append(f"{who} reads the config as the draft was trained: OK.")
             elif self.is_named(r):
@@ -152,6 +211,13 @@ class ProbeReport:
                     f"{best.score.accept_length:.2f})."
                 )
         return lines
+
+    def _standing(self, result: WiringResult) -> str:
+        if result is self.best:
+            return "the best of the wirings tried"
+        if result in self.ties:
+            return "within the noise of the best"
+        return f"below the best's {self.best.score.accept_length:.2f}"
 
     def as_dict(self) -> dict:
         best = [self.best, *self.ties] if self.best else []

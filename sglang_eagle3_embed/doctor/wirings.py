@@ -18,10 +18,13 @@ from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.ids import Convention, describe_capture_indices, stock_capture_indices
 from sglang_eagle3_embed.core.stock_sglang import stock_reading
 
-__all__ = ["PLUGIN", "STOCK", "Wiring", "candidate_wirings"]
+__all__ = ["DEFAULTS", "LITERAL", "PLUGIN", "STOCK", "Wiring", "candidate_wirings"]
 
 PLUGIN = "plugin"
 STOCK = "stock SGLang"
+DEFAULTS = "SGLang's default layers"
+LITERAL = ("ids as layer outputs", "ids as HF hidden_states")
+"""The names of the config's ids read literally (present whenever the config names ids)."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,12 @@ class Wiring:
 
     def describe(self) -> str:
         return self.failure if self.indices is None else describe_capture_indices(self.indices)
+
+    @property
+    def reads_defaults_only(self) -> bool:
+        """This reading takes no ids from the config: SGLang's default layers, which say nothing
+        about what the draft was trained on (the config names no ids, or a reader ignores them)."""
+        return DEFAULTS in self.names and not set(self.names) & set(LITERAL)
 
 
 def _valid(indices, num_layers: int, width: int) -> bool:
@@ -81,11 +90,11 @@ def _readings(config: Mapping, num_layers: int, width: int):
     ids = draft.ids
     if ids is not None:
         if -1 not in ids:
-            yield "ids as HF hidden_states", tuple(ids), None
-        yield "ids as layer outputs", tuple(i + 1 for i in ids), None
+            yield LITERAL[1], tuple(ids), None
+        yield LITERAL[0], tuple(i + 1 for i in ids), None
         yield "stock's first-id heuristic", tuple(stock_capture_indices(list(ids), num_layers)), None
     if width == 3:
-        yield "SGLang's default layers", tuple(stock_capture_indices(None, num_layers)), None
+        yield DEFAULTS, tuple(stock_capture_indices(None, num_layers)), None
     # the neighbours of what the config describes: the plugin's reading, or, where the plugin
     # refuses the config, the ids read literally (candidates outside the target are dropped later)
     base = plugin if plugin is not None else _literal(draft)
