@@ -59,8 +59,8 @@ RESULT_KEYS = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "accept_
 
 def summarize(rounds: dict[str, dict[str, list[dict]]]) -> dict:
     """Per configuration and concurrency: medians over rounds, the spread (min-max) of tokens/s, and
-    the median of each round's ratio to no speculation."""
-    base = rounds["no speculation"]
+    the median of each round's ratio to no speculation (None where no speculation was not run)."""
+    base = rounds.get("no speculation")
     out = {}
     for name, by_c in rounds.items():
         out[name] = {}
@@ -68,13 +68,15 @@ def summarize(rounds: dict[str, dict[str, list[dict]]]) -> dict:
             if not runs:  # a run stopped before this one was measured
                 continue
             rates = [r["output_throughput"] for r in runs]
-            ratios = [r["output_throughput"] / b["output_throughput"] for r, b in zip(runs, base[c])]
+            ratios = [
+                r["output_throughput"] / b["output_throughput"] for r, b in zip(runs, (base or {}).get(c, []))
+            ]
             accept = [r["accept_length"] for r in runs if r.get("accept_length")]
             out[name][c] = {
                 "tokens_per_s": statistics.median(rates), "spread": [min(rates), max(rates)],
                 "tpot_ms": statistics.median(r["median_tpot_ms"] for r in runs),
                 "accept_length": statistics.median(accept) if accept else None,
-                "vs_no_speculation": statistics.median(ratios),
+                "vs_no_speculation": statistics.median(ratios) if ratios else None,
             }  # fmt: skip
     return out
 
@@ -84,31 +86,30 @@ def render(result: dict) -> str:
               "vs no speculation"]  # fmt: skip
     rows = [
         [name, c, f"{s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f})", f"{s['tpot_ms']:.2f}",
-         _common.fmt(s["accept_length"]), f"{s['vs_no_speculation']:.2f}x"]
+         _common.fmt(s["accept_length"]), _common.fmt(s["vs_no_speculation"]) + "x"]
         for name, by_c in summarize(result["rounds"]).items() for c, s in by_c.items()
     ]  # fmt: skip
     return _common.markdown_table(header, rows)
 
 
-def plot(result: dict, results_dir: Path) -> Path:
+def plot(result: dict, results_dir: Path, name: str = NAME, title: str | None = None) -> Path:
     """Output tokens/s and the ratio to no speculation against concurrency, one line per server."""
     plt = _common.pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
     summary = summarize(result["rounds"])
-    for name, by_c in summary.items():
+    for server, by_c in summary.items():
         levels = [int(c) for c in by_c]
-        style = {"linestyle": "--" if name.startswith("stock") else "-", "marker": "o", "label": name}
+        style = {"linestyle": "--" if server.startswith("stock") else "-", "marker": "o", "label": server}
         left.plot(levels, [s["tokens_per_s"] for s in by_c.values()], **style)
-        right.plot(levels, [s["vs_no_speculation"] for s in by_c.values()], **style)
+        right.plot(levels, [s["vs_no_speculation"] or float("nan") for s in by_c.values()], **style)
     panels = [(left, "output tokens/s (median)"), (right, "tokens/s vs no speculation")]
     levels = sorted({int(c) for by_c in summary.values() for c in by_c})
     _common.log2_axes(panels, "concurrency (requests in flight)", levels)
     right.legend(fontsize=7)
     env = result.get("env", {})
-    fig.suptitle(
-        f"SGLang's serving client, tiny GPU pair: {env.get('gpu', 'GPU')}, {env.get('date', '')}", fontsize=10
-    )
-    return _common.save_figure(fig, results_dir, NAME)
+    title = title or f"SGLang's serving client, tiny GPU pair: {env.get('gpu', 'GPU')}, {env.get('date', '')}"
+    fig.suptitle(title, fontsize=10)
+    return _common.save_figure(fig, results_dir, name)
 
 
 def server_kwargs(config: dict, target, drafts: dict) -> dict:

@@ -422,3 +422,74 @@ def test_speedup_renders_medians_spread_and_ratios(tmp_path):
     assert "| no speculation | 1 | 100 (90-110) | 10.00 | - | 1.00x |" in out
     assert "| plugin, 3 steps | 1 | 180 (165-200) | 5.56 | 3.10 | 2.00x |" in out  # ratios 2.0, 1.5, 2.0
     assert bench("speedup.py", "--quick", check=False).returncode == 2
+
+
+def test_real_speedup_merges_runs_and_sets_measured_beside_derived(tmp_path):
+    """Servers measured by separate commands are one table: each round's ratio to no speculation's
+    same round, and beside it the step-time formula's (accept length x decode / speculative step)."""
+    from benchmarks import real_speedup as rs
+
+    def run(rate, accept=None):
+        return {"output_throughput": rate, "median_tpot_ms": 1000 / rate, "median_ttft_ms": 20.0,
+                "accept_length": accept, "completed": 8, "duration": 10.0}  # fmt: skip
+
+    first = {"rounds": {"no speculation": {"1": [run(100), run(120)]}}, "sizes": {"no speculation": {"1": 8}}}
+    second = {"rounds": {"plugin, 3 steps": {"1": [run(180, 3.0), run(240, 3.0)]}}}
+    for name, result in (("a", first), ("b", second)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(result))
+    out = bench(
+        "real_speedup.py", "--quick", "--from-json", tmp_path / "a.json", tmp_path / "b.json",
+        "--results", tmp_path,
+    ).stdout  # fmt: skip
+    assert (tmp_path / "real_speedup.png").read_bytes()[:8] == PNG
+    steps = json.loads(rs.STEP_TIMES.read_text())["models"]["v2-lite"]
+    derived = 3.0 * steps["plain"]["steps"]["1"]["ms"] / steps["plugin"]["steps"]["1"]["ms"]
+    assert "| no speculation | 1 | 110 (100-120) | 9.17 | 20 | - | 20 (8) | 1.00x | - |" in out
+    assert (
+        f"| plugin, 3 steps | 1 | 210 (180-240) | 4.86 | 20 | 3.00 | 20 (None) | 1.90x | {derived:.2f}x |"
+        in out
+    )
+    alone = rs.summarize(rs.merged([second]))  # no baseline measured: no ratio, no crash
+    assert alone["plugin, 3 steps"]["1"]["vs_no_speculation"] is None
+
+
+def test_real_speedup_sizes_timed_runs_and_interpolates_step_times():
+    from benchmarks import real_speedup as rs
+
+    assert rs.timed_prompts(throughput=300, output_len=128, seconds=8, concurrency=1, cap=2048) == 19
+    assert rs.timed_prompts(throughput=5000, output_len=128, seconds=8, concurrency=64, cap=2048) == 320
+    assert (
+        rs.timed_prompts(throughput=10, output_len=128, seconds=8, concurrency=16, cap=2048) == 32
+    )  # two waves
+    assert rs.timed_prompts(throughput=1e6, output_len=128, seconds=8, concurrency=64, cap=2048) == 2048
+    assert rs.rotated([1, 4, 16, 64], 1) == [4, 16, 64, 1]
+    steps = {"plain": {"steps": {"1": {"ms": 2.0}, "8": {"ms": 4.0}}},
+             "plugin": {"steps": {"1": {"ms": 4.0}, "8": {"ms": 4.0}}}}  # fmt: skip
+    assert rs.step_ratio(steps, 1) == 0.5 and rs.step_ratio(steps, 8) == 1.0
+    assert abs(rs.step_ratio(steps, 2) - (0.5 + 0.5 / 3)) < 1e-12  # a third of the way in log2
+    assert rs.step_ratio(steps, 64) is None
+
+
+def test_real_speedup_servers_resolve_in_sglang(tmp_path):
+    """Its four servers go through SGLang's own resolution (on the CPU): speedup.py's settings with
+    one server's memory; only the nested draft's servers select the plugin."""
+    from sglang.srt.arg_groups.overrides import resolution_result
+    from sglang.srt.server_args import ServerArgs
+
+    from benchmarks import real_speedup as rs
+    from sglang_eagle3_embed.testing.rule_examples import Scenario, materialize
+
+    materialize(Scenario(), tmp_path)
+    drafts = {"nested": tmp_path / "draft", "top-level": tmp_path / "draft"}
+    seen = {}
+    for name in rs.CONFIGS:
+        server_args = ServerArgs(**{**rs.server_kwargs(name, tmp_path / "target", drafts), "device": "cpu"})
+        server_args.resolve_once()
+        keys = ("speculative_algorithm", "speculative_num_draft_tokens", "model_impl")
+        seen[name] = (*(resolution_result(server_args, key) for key in keys), server_args.mem_fraction_static)
+    assert seen == {
+        "no speculation": (None, None, "auto", 0.6),
+        "stock SGLang, 3 steps": ("EAGLE3", 4, "auto", 0.6),
+        "plugin, 3 steps": ("EAGLE3", 4, "sglang_eagle3_embed", 0.6),
+        "plugin, 7 steps": ("EAGLE3", 8, "sglang_eagle3_embed", 0.6),
+    }

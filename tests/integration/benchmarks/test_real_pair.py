@@ -69,6 +69,8 @@ def test_quick_builds_the_three_folders(quick, tokens):
     ids = rp.pick_ids(QUICK.trained_at, QUICK.num_layers)
     draft_config = json.loads((out / "draft" / "config.json").read_text())
     assert draft_config["eagle_config"][IDS_FIELD] == list(ids) == [-1, 0, 5]
+    # SGLang derives the draft's context length from it and refuses one shorter than the target's
+    assert draft_config["max_position_embeddings"] == deep.config.max_position_embeddings
     assert AutoConfig.from_pretrained(out / "draft").architectures == ["LlamaForCausalLMEagle3"]
     draft, _ = load_draft(out / "draft")
     assert draft.fc.in_features == 3 * QUICK.hidden

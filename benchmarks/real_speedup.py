@@ -1,0 +1,230 @@
+"""End to end at a real model's cost: the realistic pair served by ``launch_server``, one server
+alone on the GPU at a time, measured by SGLang's own client.
+
+The pair is :mod:`benchmarks.real_pair`'s (DeepSeek-V2-Lite's shape on all 27 layers, its function
+trained, a draft on ``[-1, a, b]``). Four servers, one after another: no speculation; stock SGLang
+with the same draft (ids at the top level, so it serves its default layers); the plugin at 3 and
+7 steps (top-k 1). Each is started, then at every concurrency warmed up by an untimed run whose
+throughput sizes the timed runs (``--seconds`` of work per concurrency over all rounds), then
+timed for ``--rounds`` rounds, the order of the concurrencies rotating from round to round, by
+``python -m sglang.benchmark.serving`` on a ``custom`` dataset of the pair's language. Reported per
+server and concurrency: output tokens/s (median, min-max over rounds), median TPOT and TTFT, the
+accept length the client reads from the server, the timed seconds, and the median of each round's
+ratio to no speculation's same round. Beside the measured ratio: the one derived from the step
+times of ``benchmarks/step_times.py`` (``docs/img/step_times.json``: V2-Lite's decode and
+speculative step at batch 1, 8 and 32, 3 steps) times the accept length measured here.
+
+    python -m benchmarks.real_speedup --pair /tmp/rp --configs "no speculation" --logs L --results R
+    python -m benchmarks.real_speedup --quick --from-json A.json B.json --results docs/img   # render
+
+A run writes its JSON after every timed run, so a stopped command keeps what it measured;
+``--from-json`` merges several runs' servers into one result.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from itertools import pairwise
+from pathlib import Path
+
+from benchmarks import _common, speedup
+from sglang_eagle3_embed.testing.server_run import Server, bench_command, client_record, run_client
+
+NAME = "real_speedup"
+CONFIGS = {
+    k: speedup.CONFIGS[k]
+    for k in ("no speculation", "stock SGLang, 3 steps", "plugin, 3 steps", "plugin, 7 steps")
+}
+SHARED = dict(dtype="bfloat16", mem_fraction_static=0.6, max_total_tokens=65536, max_running_requests=64,
+              cuda_graph_max_bs_decode=64, cuda_graph_max_bs_prefill=512)  # fmt: skip
+"""Every server's (one at a time): the target's 31 GB of weights, a KV pool for 64 requests, decode
+graphs up to 64 requests, prefill graphs up to 512 tokens rather than SGLang's 8192."""
+KEYS = (*speedup.RESULT_KEYS, "duration")
+STEP_TIMES = _common.ROOT / "docs" / "img" / "step_times.json"
+DERIVED_FOR = {"stock SGLang, 3 steps", "plugin, 3 steps"}
+"""The servers whose speculative step the step-time benchmark measured (3 steps, top-k 1)."""
+
+
+def timed_prompts(throughput: float, output_len: int, seconds: float, concurrency: int, cap: int) -> int:
+    """Requests that keep the server busy ``seconds`` at ``throughput`` output tokens/s: whole waves
+    of ``concurrency``, at least two, at most ``cap`` (the dataset)."""
+    waves = max(2, math.ceil(seconds * throughput / output_len / concurrency))
+    return min(cap, waves * concurrency)
+
+
+def rotated(levels, round_: int) -> list:
+    k = round_ % len(levels)
+    return list(levels[k:]) + list(levels[:k])
+
+
+def measure(args) -> dict:
+    from benchmarks.real_pair import RealPairSpec
+    from sglang_eagle3_embed.doctor.pair import write_config_variant
+    from sglang_eagle3_embed.doctor.tiny_target import Language
+    from sglang_eagle3_embed.testing.server_run import write_custom_dataset
+
+    pair, logs = args.pair, args.logs
+    logs.mkdir(parents=True, exist_ok=True)
+    spec = RealPairSpec(**json.loads((pair / "real_pair.json").read_text())["spec"])
+    drafts = {
+        "nested": str(pair / "draft"),
+        "top-level": str(
+            write_config_variant(pair / "draft", logs / "top-level-draft", placement="top-level")
+        ),
+    }
+    import torch
+
+    cap = args.dataset_size
+    rows = Language(spec.target_spec()).sample(
+        cap, args.prompt_len + args.output_len, torch.Generator().manual_seed(2026)
+    )
+    dataset = write_custom_dataset(rows.tolist(), args.prompt_len, logs / "language.jsonl")
+    result = {"rounds": {}, "sizes": {}, "startup_s": {}, "setup": vars(args) | {"spec": spec.__dict__}}
+    for name in args.configs:
+        label = name.replace(" ", "-").replace(",", "")
+        server = Server(label, server_kwargs(name, pair / "target", drafts), logs)
+        result["rounds"][name] = {str(c): [] for c in args.concurrency}
+        try:
+            server.start()
+            result["startup_s"][name] = server.wait_ready(600)
+            print(f"{name}: ready in {result['startup_s'][name]} s", flush=True)
+            sizes = {}
+            for c in args.concurrency:  # warm-up: every batch shape compiled before anything is timed
+                out = logs / f"warmup-{c}-{label}.jsonl"
+                run_client(
+                    _bench(server, dataset, pair, c, max(2 * c, 4), args, out, 0), out.with_suffix(".log")
+                )
+                rate = client_record(out, KEYS)["output_throughput"]
+                sizes[str(c)] = timed_prompts(rate, args.output_len, args.seconds / args.rounds, c, cap)
+            result["sizes"][name] = sizes
+            for r in range(args.rounds):
+                for c in rotated(args.concurrency, r):
+                    out = logs / f"bench-{r}-{c}-{label}.jsonl"
+                    run_client(
+                        _bench(server, dataset, pair, c, sizes[str(c)], args, out, r + 1),
+                        out.with_suffix(".log"),
+                    )
+                    result["rounds"][name][str(c)].append(client_record(out, KEYS))
+                    _common.write_json(args.results, args.name, result)
+                print(f"{name}: round {r + 1} of {args.rounds} measured", flush=True)
+        finally:
+            server.stop()
+    return result
+
+
+def server_kwargs(name: str, target, drafts: dict) -> dict:
+    """``launch_server``'s arguments for the server ``name``: speedup.py's, with :data:`SHARED`."""
+    return speedup.server_kwargs(CONFIGS[name], target, drafts) | SHARED
+
+
+def _bench(server, dataset, pair, concurrency, prompts, args, out, seed):
+    return bench_command(
+        server.port, dataset, str(pair / "target"), concurrency, prompts, args.output_len, out, seed
+    )
+
+
+def merged(results: list[dict]) -> dict:
+    """Several runs' servers as one result (a later run's server replaces an earlier one's)."""
+    out = {"rounds": {}, "sizes": {}, "startup_s": {}, "env": {}}
+    for result in results:
+        for key in ("rounds", "sizes", "startup_s"):
+            out[key].update(result.get(key, {}))
+        out["env"] = result.get("env") or out["env"]
+    order = [name for name in CONFIGS if name in out["rounds"]]
+    out["rounds"] = {name: out["rounds"][name] for name in order}
+    return out
+
+
+def step_ratio(steps: dict, concurrency: int) -> float | None:
+    """V2-Lite's decode step / speculative step at a batch of ``concurrency`` (log-linear between
+    the measured batches 1, 8 and 32; None outside them)."""
+    plain, plugin = steps["plain"]["steps"], steps["plugin"]["steps"]
+    batches = sorted(int(b) for b in plain if b in plugin)
+    ratio = {b: plain[str(b)]["ms"] / plugin[str(b)]["ms"] for b in batches}
+    if concurrency in ratio:
+        return ratio[concurrency]
+    for lo, hi in pairwise(batches):
+        if lo < concurrency < hi:
+            w = (math.log2(concurrency) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
+            return ratio[lo] + w * (ratio[hi] - ratio[lo])
+    return None
+
+
+def derived(summary: dict, steps: dict | None) -> dict:
+    """Per server and concurrency: the step-time formula's ratio (accept length x decode step /
+    speculative step) at the accept length measured here."""
+    out = {}
+    for name, by_c in summary.items():
+        if name not in DERIVED_FOR or steps is None:
+            continue
+        for c, s in by_c.items():
+            ratio = step_ratio(steps, int(c))
+            if ratio is not None and s["accept_length"]:
+                out[(name, c)] = s["accept_length"] * ratio
+    return out
+
+
+def summarize(result: dict) -> dict:
+    summary = speedup.summarize(result["rounds"])
+    for name, by_c in summary.items():
+        for c, s in by_c.items():
+            runs = result["rounds"][name][c]
+            s["ttft_ms"] = statistics.median(r["median_ttft_ms"] for r in runs)
+            s["timed_s"] = sum(r.get("duration") or 0 for r in runs)
+            s["requests"] = result.get("sizes", {}).get(name, {}).get(c)
+    return summary
+
+
+def render(result: dict) -> str:
+    summary = summarize(result)
+    steps = json.loads(STEP_TIMES.read_text())["models"]["v2-lite"] if STEP_TIMES.exists() else None
+    formula = derived(summary, steps)
+    header = ["server", "concurrency", "output tokens/s (min-max)", "TPOT ms", "TTFT ms", "accept length",
+              "timed s (requests/round)", "vs no speculation", "derived"]  # fmt: skip
+    rows = []
+    for name, by_c in summary.items():
+        for c, s in by_c.items():
+            d = formula.get((name, c))
+            rows.append([
+                name, c, f"{s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f})",
+                f"{s['tpot_ms']:.2f}", f"{s['ttft_ms']:.0f}", _common.fmt(s["accept_length"]),
+                f"{s['timed_s']:.0f} ({s['requests']})", _common.fmt(s["vs_no_speculation"]) + "x",
+                "-" if d is None else f"{d:.2f}x",
+            ])  # fmt: skip
+    return _common.markdown_table(header, rows)
+
+
+def plot(result: dict, results_dir: Path) -> Path:
+    env = result.get("env", {})
+    title = f"SGLang's serving client, V2-Lite-shaped pair (27 layers): {env.get('gpu', 'GPU')}, {env.get('date', '')}"
+    return speedup.plot(result, results_dir, name=NAME, title=title)
+
+
+def main() -> dict:
+    p = _common.parser(__doc__)
+    p.add_argument("--logs", type=Path, default=Path("/tmp/real_speedup"), help="server logs, dataset")
+    p.add_argument("--rounds", type=int, default=3, help="timed rounds")
+    p.add_argument("--from-json", type=Path, nargs="+", help="render (merged) saved results (no GPU)")
+    p.add_argument("--pair", type=Path, help="the folder benchmarks.real_pair built")
+    p.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
+    p.add_argument("--concurrency", type=int, nargs="+", default=list(speedup.CONCURRENCY))
+    p.add_argument("--seconds", type=float, default=24.0, help="timed seconds per concurrency, all rounds")
+    p.add_argument("--prompt-len", type=int, default=64)
+    p.add_argument("--output-len", type=int, default=128)
+    p.add_argument("--dataset-size", type=int, default=2048, help="most requests one timed run sends")
+    p.add_argument("--name", default=NAME, help="the result's file name (one per command)")
+    args = p.parse_args()
+    if args.from_json:
+        result = merged([json.loads(f.read_text()) for f in args.from_json])
+        return _common.publish(args, NAME, result, plot, render, measured_on=None)
+    if args.pair is None:
+        p.error("--pair is required to measure")
+    _common.require_cuda("real_speedup.py")
+    result = measure(args)
+    return _common.publish(args, args.name, result, plot, render, measured_on="cuda")
+
+
+if __name__ == "__main__":
+    main()
