@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from unittest import mock
 
+from sglang_eagle3_embed.core import model_folder
 from sglang_eagle3_embed.core.rules import RULES
 from sglang_eagle3_embed.testing.rule_examples import DELETE, EXAMPLES, Scenario, materialize
 
@@ -68,6 +69,9 @@ def _changes(scenario: Scenario) -> str:
         parts.append(f"draft `fc.weight` reads {scenario.fc_in_features} features")
     if scenario.weights is not None:
         parts.append(f"draft `model.safetensors` holds {len(scenario.weights)} bytes (damaged)")
+    if scenario.target_weights:
+        layers = model_folder.decoder_layers(scenario.target_weights)
+        parts.append(f"target `model.safetensors` holds {model_folder.describe_layers(layers)}")
     parts += [f"`{k}={v}`" for k, v in scenario.env.items()]
     return "; ".join(parts) or "none"
 

@@ -68,6 +68,10 @@ class Deployment:
     """Why the draft's local weights could not be read (a damaged or incomplete checkpoint)."""
     draft_weight_files: tuple[str, ...] = ()
     """The draft's local weight files whose headers were read (empty: none to read)."""
+    target_layers: Mapping[int, frozenset[str]] | None = None
+    """The decoder layers the target's local weights' headers hold, with each one's modules
+    (``model_folder.decoder_layers``); read only where SGLang would load the target's own MTP
+    layer as the draft, else None (as when there is nothing local to read)."""
     plugin_active: bool = True
     plugin_reason: str = ""
 

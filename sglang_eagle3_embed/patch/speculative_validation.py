@@ -86,6 +86,25 @@ def draft_weights(path: str | None) -> tuple[int | None, str | None, tuple[str, 
         return None, exc.reason, ()
 
 
+def target_layers(path: str | None, config) -> dict[int, frozenset[str]] | None:
+    """The decoder layers (and their modules) that a local target's safetensors headers hold, no
+    tensor read; None when there is nothing local to read or it cannot be read (a damaged
+    checkpoint fails at load with safetensors' own error)."""
+    if not path or not looks_local(path) or not isinstance(config, dict):
+        return None
+    try:
+        names = [n for f in model_folder.weight_files(path) for n in model_folder.safetensors_header(f)]
+    except ModelFolderError:
+        return None
+    return model_folder.decoder_layers(names, model_folder.layer_prefixes(config))
+
+
+def _drafts_from_target(raw) -> bool:
+    """EAGLE (NEXTN resolves to it) without a draft path: SGLang loads the target's own MTP layer."""
+    algorithm = str(raw.get("speculative_algorithm") or "").upper()
+    return algorithm in ("EAGLE", "NEXTN") and not raw.get("speculative_draft_model_path")
+
+
 def snapshot(server_args, *, resolved: bool, plugin_active: bool, plugin_reason: str = "") -> Deployment:
     """A :class:`Deployment` of ``server_args`` (``resolved``: after SGLang's resolution)."""
     import msgspec
@@ -117,6 +136,7 @@ def snapshot(server_args, *, resolved: bool, plugin_active: bool, plugin_reason:
         draft_fc_in_features=fc_width,
         draft_weights_error=weights_error,
         draft_weight_files=weight_files,
+        target_layers=target_layers(server_args.model_path, target) if _drafts_from_target(raw) else None,
         plugin_active=plugin_active,
         plugin_reason=plugin_reason,
     )

@@ -46,6 +46,12 @@ BASE_DRAFT = {
     "vocab_size": 128,
     "eagle_config": {IDS_FIELD: [-1, 2, 4]},
 }
+LAYERS = tuple(f"model.layers.{i}.self_attn.o_proj.weight" for i in range(BASE_TARGET["num_hidden_layers"]))
+"""A target checkpoint's decoder layers, one tensor each (what the layer rules read of it)."""
+MTP_LAYER = tuple(
+    f"model.layers.{BASE_TARGET['num_hidden_layers']}.{m}.weight" for m in ("eh_proj", "enorm", "hnorm")
+)
+"""The MTP layer a DeepSeek-V3 checkpoint stores after its decoder layers."""
 DELETE = object()
 """A draft/target change value that removes the key."""
 
@@ -73,6 +79,8 @@ class Scenario:
     """Write a draft weight file whose fc.weight reads this many features."""
     weights: bytes | None = None
     """Write these bytes as the draft's model.safetensors (a damaged checkpoint)."""
+    target_weights: tuple[str, ...] = ()
+    """Write a target model.safetensors holding these tensor names (one element each)."""
     env: dict = field(default_factory=dict)
 
 
@@ -93,6 +101,10 @@ EXAMPLES: dict[str, tuple[Scenario, Scenario]] = {
         Scenario(launch("--cuda-graph-max-bs-decode", "64", "--max-running-requests", "64")),
     ),
     "draft-path-missing": (Scenario(launch(draft=False)), Scenario(launch())),
+    "mtp-layer-missing": (
+        Scenario(launch(algorithm="EAGLE", draft=False, impl=None), target_weights=LAYERS),
+        Scenario(launch(algorithm="EAGLE", draft=False, impl=None), target_weights=(*LAYERS, *MTP_LAYER)),
+    ),
     "eagle-with-eagle3-draft": (
         Scenario(launch(algorithm="EAGLE", impl=None)),
         Scenario(launch(algorithm="EAGLE3", impl=None)),
@@ -177,6 +189,14 @@ def materialize(scenario: Scenario, root) -> list[str]:
     target.mkdir(parents=True, exist_ok=True)
     draft.mkdir(parents=True, exist_ok=True)
     (target / "config.json").write_text(json.dumps(_changed(BASE_TARGET, scenario.target)))
+    target_weights = target / "model.safetensors"
+    if scenario.target_weights:
+        import numpy as np
+        from safetensors.numpy import save_file
+
+        save_file({name: np.zeros((1,), np.float16) for name in scenario.target_weights}, target_weights)
+    elif target_weights.exists():
+        target_weights.unlink()
     raw = scenario.draft.get("__raw__")
     text = raw if raw is not None else json.dumps(_changed(BASE_DRAFT, scenario.draft))
     (draft / "config.json").write_text(text)
