@@ -71,7 +71,8 @@ class Deployment:
     target_layers: Mapping[int, frozenset[str]] | None = None
     """The decoder layers the target's local weights' headers hold, with each one's modules
     (``model_folder.decoder_layers``); read only where SGLang would load the target's own MTP
-    layer as the draft, else None (as when there is nothing local to read)."""
+    layer as the draft (:attr:`drafts_from_target`), else None (as when there is nothing local to
+    read)."""
     plugin_active: bool = True
     plugin_reason: str = ""
 
@@ -94,6 +95,12 @@ class Deployment:
     @property
     def eagle3(self) -> bool:
         return self.algorithm == "EAGLE3"
+
+    @property
+    def drafts_from_target(self) -> bool:
+        """EAGLE (NEXTN resolves to it) without a draft path: SGLang loads the target's own MTP
+        layer as the draft."""
+        return self.algorithm in ("EAGLE", "NEXTN") and not self.raw.get("speculative_draft_model_path")
 
     @property
     def draft_fields(self) -> Mapping:

@@ -194,8 +194,7 @@ draft (srt/configs/model_config.py:1032-1036)."""
 def _mtp_layer_missing(d: Deployment):
     layers, count = d.target_layers, d.target_text.get("num_hidden_layers")
     if (
-        d.algorithm not in ("EAGLE", "NEXTN")
-        or d.raw.get("speculative_draft_model_path")
+        not d.drafts_from_target
         or d.target_arch not in NEXTN_TARGETS
         or layers is None
         or not positive_int(count)

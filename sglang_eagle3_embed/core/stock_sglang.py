@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sglang_eagle3_embed import FAMILY
-from sglang_eagle3_embed.core.ids import IDS_FIELD, describe_capture_indices
+from sglang_eagle3_embed.core.ids import IDS_FIELD, describe_capture_indices, stock_capture_indices
 
 __all__ = [
     "ADD_ONE",
@@ -128,14 +128,11 @@ def draft_reads(config: object) -> int | str:
 
 
 def _setter(reading: str, ids: object, num_layers: int) -> list:
-    """``layers_to_capture`` as the setter computes it (raises what it raises)."""
-    if ids is None:
-        return [2, num_layers // 2, num_layers - 3]
-    if reading == "add-one":
+    """``layers_to_capture`` as the setter computes it (raises what it raises): the add-one models
+    add 1 to every id; the defaults and the first-id heuristic are :func:`stock_capture_indices`."""
+    if reading == "add-one" and ids is not None:
         return [val + 1 for val in ids]
-    if ids and ids[0] == 1:
-        return [val + 1 for val in ids]
-    return list(ids)
+    return stock_capture_indices(ids, num_layers)
 
 
 def _captured(layers_to_capture: list, num_layers: int) -> list[int]:

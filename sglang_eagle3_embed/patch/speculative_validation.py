@@ -11,6 +11,7 @@ same :func:`snapshot` of any launch command line, without a GPU.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import stat
@@ -99,12 +100,6 @@ def target_layers(path: str | None, config) -> dict[int, frozenset[str]] | None:
     return model_folder.decoder_layers(names, model_folder.layer_prefixes(config))
 
 
-def _drafts_from_target(raw) -> bool:
-    """EAGLE (NEXTN resolves to it) without a draft path: SGLang loads the target's own MTP layer."""
-    algorithm = str(raw.get("speculative_algorithm") or "").upper()
-    return algorithm in ("EAGLE", "NEXTN") and not raw.get("speculative_draft_model_path")
-
-
 def snapshot(server_args, *, resolved: bool, plugin_active: bool, plugin_reason: str = "") -> Deployment:
     """A :class:`Deployment` of ``server_args`` (``resolved``: after SGLang's resolution)."""
     import msgspec
@@ -125,7 +120,7 @@ def snapshot(server_args, *, resolved: bool, plugin_active: bool, plugin_reason:
     fc_width, weights_error, weight_files = (
         draft_weights(draft_path) if draft is not None else (None, None, ())
     )
-    return Deployment(
+    deployment = Deployment(
         raw=raw,
         explicit=frozenset(n for n in WATCHED if raw[n] != defaults.get(n)),
         resolved={n: resolution_result(server_args, n) for n in WATCHED} if resolved else {},
@@ -136,10 +131,12 @@ def snapshot(server_args, *, resolved: bool, plugin_active: bool, plugin_reason:
         draft_fc_in_features=fc_width,
         draft_weights_error=weights_error,
         draft_weight_files=weight_files,
-        target_layers=target_layers(server_args.model_path, target) if _drafts_from_target(raw) else None,
         plugin_active=plugin_active,
         plugin_reason=plugin_reason,
     )
+    if not deployment.drafts_from_target:
+        return deployment
+    return dataclasses.replace(deployment, target_layers=target_layers(server_args.model_path, target))
 
 
 _LOGGED: set[Finding] = set()
