@@ -26,13 +26,16 @@ do not edit by hand (`tests/integration/tools/test_validation_docs.py` fails whe
 
 The rules run at launch for `--model-impl sglang_eagle3_embed` (in the launcher, around SGLang's
 `handle_speculative_decoding` resolution step, before any subprocess or GPU work), and for any
-launch command line with `sglang-eagle3-embed check <launch_server arguments>` (no GPU, configs
-only; exit 0 clean, 1 errors, 2 bad invocation). An error stops the launch; a warning is logged
+launch command line with `sglang-eagle3-embed check <launch_server arguments>` (no GPU; configs
+and the weights' safetensors headers, no tensor; exit 0 clean, 1 errors, 2 bad invocation or a
+model path that names nothing here). An error stops the launch; a warning is logged
 once. `pre` rules read the flags as passed; `post` rules compare them with what SGLang resolved.
 
 Each example below was run through SGLang 0.5.23's own argument resolution. `TARGET` is a tiny
-8-layer DeepseekV3 config and `DRAFT` an EAGLE-3 draft config with ids `[-1, 2, 4]`, changed as
-shown. Checked and not a rule: `--enable-single-batch-overlap` only overlaps MoE work inside a
+8-layer DeepseekV3 folder (its `model.safetensors` holds layers 0-7) and `DRAFT` an EAGLE-3 draft
+config with ids `[-1, 2, 4]`, changed as shown. The configs are read as SGLang builds them
+(`--json-model-override-args` applied to both) from the folder SGLang loads: a local folder, or a
+hub id's snapshot in the local Hugging Face cache (`--revision`, `--download-dir`, `HF_HOME`). Checked and not a rule: `--enable-single-batch-overlap` only overlaps MoE work inside a
 layer (`srt/models/deepseek_v2.py:3353`) and leaves the capture loop (3175-3197) intact.
 
 | rule | severity | stage | title |
@@ -69,7 +72,7 @@ def _changes(scenario: Scenario) -> str:
         parts.append(f"draft `fc.weight` reads {scenario.fc_in_features} features")
     if scenario.weights is not None:
         parts.append(f"draft `model.safetensors` holds {len(scenario.weights)} bytes (damaged)")
-    if scenario.target_weights:
+    if scenario.target_weights != Scenario().target_weights:
         layers = model_folder.decoder_layers(scenario.target_weights)
         parts.append(f"target `model.safetensors` holds {model_folder.describe_layers(layers)}")
     parts += [f"`{k}={v}`" for k, v in scenario.env.items()]

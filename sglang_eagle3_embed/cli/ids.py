@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 
 from sglang_eagle3_embed import FAMILY, MODEL_IMPL
+from sglang_eagle3_embed.cli._args import add_model_arguments, json_overrides
 from sglang_eagle3_embed.cli._exit import EXIT_FINDINGS, EXIT_OK
 from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError, InputError, UnsupportedModeError
-from sglang_eagle3_embed.core.model_folder import config_file, layer_count, read_config, read_json
+from sglang_eagle3_embed.core.hub import locate
+from sglang_eagle3_embed.core.model_folder import config_file, layer_count, read_json
+from sglang_eagle3_embed.core.overrides import apply_overrides
 from sglang_eagle3_embed.core.stock_sglang import stock_reading
 
 __all__ = ["add_parser", "run"]
@@ -17,24 +20,35 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub) -> None:
     ids = sub.add_parser("ids", help="explain which target tensors a draft config selects")
-    ids.add_argument("draft", help="draft model folder or its config.json")
+    ids.add_argument(
+        "draft", help="draft model folder, its config.json, or a hub repo id (from the local cache)"
+    )
     where = ids.add_mutually_exclusive_group(required=True)
-    where.add_argument("--target", help="target model folder or its config.json")
+    where.add_argument("--target", help="target model folder, its config.json, or a hub repo id")
     where.add_argument("--num-layers", type=int, help="the target's num_hidden_layers")
+    add_model_arguments(ids)
     ids.add_argument("--json", action="store_true", help="print JSON")
     ids.set_defaults(func=run)
 
 
+def _read(path: str, revision: str | None, download_dir: str | None, what: str):
+    """``(config file, its JSON)`` of a model folder, a config.json, or a cached hub id."""
+    file = config_file(locate(path, revision, download_dir, what), what)
+    return file, read_json(file, what)
+
+
 def run(args) -> int:
-    draft = read_config(args.draft, "draft config", any_json=True)  # any JSON: the plan judges it
+    overrides = json_overrides(args.json_model_override_args)
+    _, draft = _read(args.draft, args.speculative_draft_model_revision, args.download_dir, "draft config")
+    draft = apply_overrides(draft, overrides)  # any JSON: the plan judges it
     arch = None  # --num-layers: a DeepSeek-family target, the one the plugin serves
     if args.num_layers is not None:
         if args.num_layers < 1:
             raise InputError(f"--num-layers {args.num_layers}: a target has at least one layer")
         layers = args.num_layers
     else:
-        file = config_file(args.target, "target config")
-        target = read_json(file, "target config")
+        file, target = _read(args.target, args.revision, args.download_dir, "target config")
+        target = apply_overrides(target, overrides)
         layers = layer_count(target, file, "target config", "pass --num-layers N instead")
         archs = target.get("architectures") if isinstance(target, dict) else None
         if archs is not None:  # absent: read as the DeepSeek family, as with --num-layers

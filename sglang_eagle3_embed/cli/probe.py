@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sglang_eagle3_embed.cli._args import add_model_arguments
 from sglang_eagle3_embed.cli._exit import EXIT_FINDINGS, EXIT_OK
 
 __all__ = ["add_parser", "run"]
@@ -13,8 +14,13 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub) -> None:
     probe = sub.add_parser("probe", help="measure a draft under each candidate wiring (offline)")
-    probe.add_argument("--target", required=True, help="target model folder")
-    probe.add_argument("--draft", required=True, help="EAGLE-3 draft folder (LlamaForCausalLMEagle3)")
+    probe.add_argument(
+        "--target", required=True, help="target model folder, or a hub repo id (from the local cache)"
+    )
+    probe.add_argument(
+        "--draft", required=True, help="EAGLE-3 draft folder (LlamaForCausalLMEagle3), or a hub repo id"
+    )
+    add_model_arguments(probe, overrides=False)
     probe.add_argument("--backend", default="hf", choices=["hf", "sglang-cpu", "engine"])
     probe.add_argument(
         "--device",
@@ -47,12 +53,14 @@ def _path(path: str) -> Path:
 
 
 def request(args):
-    """The typed request of ``args``: the one place where the probe's flags are read."""
+    """The typed request of ``args``: the one place where the probe's flags are read. A hub id is
+    its snapshot in the local Hugging Face cache, found as SGLang finds it (never downloaded)."""
+    from sglang_eagle3_embed.core.hub import locate
     from sglang_eagle3_embed.doctor.request import ProbeRequest, parse_engine_args
 
     return ProbeRequest(
-        target=_path(args.target),
-        draft=_path(args.draft),
+        target=locate(args.target, args.revision, args.download_dir, "--target"),
+        draft=locate(args.draft, args.speculative_draft_model_revision, args.download_dir, "--draft"),
         backend=args.backend,
         device=args.device,
         engine_args=parse_engine_args(args.engine_arg),

@@ -16,6 +16,7 @@ from sglang_eagle3_embed import FAMILY, MODEL_IMPL
 from sglang_eagle3_embed.core.draft_config import CapturePlan, resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.model_folder import text_config
+from sglang_eagle3_embed.core.overrides import overridden
 
 __all__ = ["EAGLE_FAMILY", "WATCHED", "Deployment", "positive_int", "text_config"]
 
@@ -57,22 +58,31 @@ class Deployment:
     resolved: Mapping[str, object] = field(default_factory=dict)
     """Fields after SGLang's resolution (empty in the ``pre`` stage)."""
     target: Mapping | None = None
+    """The target's config as SGLang builds it: its config file with ``--json-model-override-args``
+    applied (:mod:`sglang_eagle3_embed.core.overrides`)."""
     target_error: str | None = None
     """Why the target's config.json could not be read as a JSON object (None when it was)."""
     draft: Mapping | None = None
+    """The draft's config as SGLang builds it, overrides applied as to the target's."""
     draft_error: str | None = None
     """Why the draft's config.json could not be read (None when it was, or when there is no draft)."""
+    overrides: Mapping = field(default_factory=dict)
+    """``--json-model-override-args`` as an object: applied to both configs above."""
     draft_fc_in_features: int | None = None
     """The draft fc's input width from its local weights' headers (None when not known)."""
     draft_weights_error: str | None = None
     """Why the draft's local weights could not be read (a damaged or incomplete checkpoint)."""
     draft_weight_files: tuple[str, ...] = ()
-    """The draft's local weight files whose headers were read (empty: none to read)."""
+    """The draft's weight files whose headers were read (empty: none to read)."""
+    draft_layers: frozenset[int] | None = None
+    """The decoder layers the draft's weights hold (``coverage.draft_layers``; None: not read)."""
     target_layers: Mapping[int, frozenset[str]] | None = None
-    """The decoder layers the target's local weights' headers hold, with each one's modules
-    (``model_folder.decoder_layers``); read only where SGLang would load the target's own MTP
-    layer as the draft (:attr:`drafts_from_target`), else None (as when there is nothing local to
-    read)."""
+    """The decoder layers the target's weights' headers hold, with each one's modules
+    (``model_folder.decoder_layers``); read for speculative launches (:attr:`reads_target_weights`),
+    else None, as when they cannot be read (:attr:`target_weights_error` says why)."""
+    target_weights_error: str | None = None
+    """Why the target's weights were not read where a rule needs them (a folder or cached snapshot
+    without ``*.safetensors``, a damaged header)."""
     plugin_active: bool = True
     plugin_reason: str = ""
 
@@ -101,6 +111,17 @@ class Deployment:
         """EAGLE (NEXTN resolves to it) without a draft path: SGLang loads the target's own MTP
         layer as the draft."""
         return self.algorithm in ("EAGLE", "NEXTN") and not self.raw.get("speculative_draft_model_path")
+
+    @property
+    def reads_target_weights(self) -> bool:
+        """The rules read the target's weights: which layers it holds (EAGLE-3, and EAGLE with the
+        target's own MTP layer as the draft)."""
+        return self.eagle3 or self.drafts_from_target
+
+    def overridden(self, key: str, nested: str | None = None) -> str:
+        """`` (set by --json-model-override-args)`` when the overrides set ``key`` (at the top level
+        or in sub-config ``nested``), for a message; else empty."""
+        return " (set by --json-model-override-args)" if overridden(self.overrides, key, nested) else ""
 
     @property
     def draft_fields(self) -> Mapping:

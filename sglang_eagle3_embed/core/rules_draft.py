@@ -14,7 +14,7 @@ from sglang_eagle3_embed.core.rule_registry import Stage, rule
 from sglang_eagle3_embed.core.stock_sglang import stock_reading
 
 
-def _plan(d: Deployment) -> CapturePlan | NotChecked:
+def plan_of(d: Deployment) -> CapturePlan | NotChecked:
     """The capture plan, or why a rule that reads it cannot be checked (other rules report why)."""
     if isinstance(d.capture, CapturePlan):
         return d.capture
@@ -51,6 +51,23 @@ def _draft_weights_unreadable(d: Deployment):
         )
 
 
+def with_plan(check):
+    """For a rule that reads the capture plan: EAGLE-3 launches only; not checked without a plan
+    (other rules say why); ``check(d, plan)`` otherwise."""
+
+    @wraps(check)
+    def checked(d: Deployment):
+        if not d.eagle3:
+            return
+        plan = plan_of(d)
+        if isinstance(plan, NotChecked):
+            yield plan
+            return
+        yield from check(d, plan)
+
+    return checked
+
+
 def _from_plan(d: Deployment, rule_id: str):
     """The capture plan's findings under ``rule_id``: its error or its warnings carrying that id."""
     if not d.eagle3:
@@ -58,7 +75,7 @@ def _from_plan(d: Deployment, rule_id: str):
     if isinstance(d.capture, DraftConfigError) and d.capture.rule == rule_id:
         yield str(d.capture)
         return
-    plan = _plan(d)
+    plan = plan_of(d)
     if isinstance(plan, NotChecked):
         yield plan
         return
@@ -199,71 +216,6 @@ def _draft_and_target(check):
     return checked
 
 
-def fc_width_mismatch(fc_in_features: int, plan: CapturePlan, hidden: int) -> str | None:
-    """What is wrong when a draft's fc reads other than ``len(plan.indices) x hidden`` features
-    (None when it reads that): rule ``draft-fc-width``, and ``probe``'s refusal before it loads a
-    model (``doctor/request.py``)."""
-    expected = len(plan.indices) * hidden
-    if fc_in_features == expected:
-        return None
-    return (
-        f"the draft's fc.weight reads {fc_in_features} features but the target would "
-        f"capture {len(plan.indices)} x {hidden} = {expected} ([{plan.describe()}]). The weights "
-        f"were trained for another number of aux states: fix the ids or the checkpoint."
-    )
-
-
-@rule(
-    "draft-fc-width",
-    Severity.ERROR,
-    Stage.POST,
-    "The draft's fc weight does not read len(ids) x target hidden",
-    "fails in the fc matmul, or skips fc when the widths happen to match (llama_eagle3.py:238-247)",
-)
-def _draft_fc_width(d: Deployment):
-    if not d.eagle3:
-        return
-    plan = _plan(d)
-    if isinstance(plan, NotChecked):
-        yield plan
-        return
-    if d.draft_fc_in_features is None:
-        if d.draft_weight_files:
-            yield _no_fc(d, plan)
-            return
-        why = "its weights could not be read" if d.draft_weights_error else "no local fc.weight to read"
-        yield NotChecked(f"the draft's fc width is unknown: {why}")
-        return
-    hidden = _read_width(d)
-    if not positive_int(hidden):
-        yield NotChecked(
-            "neither the draft's target_hidden_size nor the target's hidden_size is a positive integer"
-        )
-        return
-    mismatch = fc_width_mismatch(d.draft_fc_in_features, plan, hidden)
-    if mismatch:
-        yield mismatch
-
-
-def _read_width(d: Deployment):
-    """The width of each target state the draft's fc reads: its ``target_hidden_size`` when it has
-    one, else the target's ``hidden_size`` (as SGLang's ``llama_eagle3.py`` sizes the fc)."""
-    declared = d.draft_fields.get("target_hidden_size")
-    return d.target_text.get("hidden_size") if declared is None else declared
-
-
-def _no_fc(d: Deployment, plan: CapturePlan) -> str:
-    names = ", ".join(f.rsplit("/", 1)[-1] for f in d.draft_weight_files[:3])
-    more = f" and {len(d.draft_weight_files) - 3} more" if len(d.draft_weight_files) > 3 else ""
-    return (
-        f"the draft's weights ({names}{more}) hold no fc.weight (nor model.fc.weight), the layer of an "
-        f"EAGLE-3 draft that reads the {len(plan.indices)} captured target states: SGLang loads only "
-        f"the tensors a checkpoint holds, so the draft's fc would keep its random initial values. "
-        f"Fix: pass the EAGLE-3 draft's own folder as --speculative-draft-model-path, or download "
-        f"the draft again."
-    )
-
-
 def _described(value, name: str) -> str:
     return f"has no {name}" if value is None else f"{name} is {value!r}"
 
@@ -351,7 +303,7 @@ def _draft_vocab(d: Deployment):
 def _stock_misreads(d: Deployment):
     if not d.eagle3 or not d.family or d.plugin_requested:
         return
-    plan = _plan(d)
+    plan = plan_of(d)
     if isinstance(plan, NotChecked):
         yield plan
         return

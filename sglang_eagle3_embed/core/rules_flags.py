@@ -7,10 +7,9 @@ import difflib
 from collections.abc import Mapping
 
 from sglang_eagle3_embed import MODEL_IMPL
-from sglang_eagle3_embed.core.deployment import EAGLE_FAMILY, Deployment, positive_int
+from sglang_eagle3_embed.core.deployment import EAGLE_FAMILY, Deployment
 from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.ids import IDS_FIELD
-from sglang_eagle3_embed.core.model_folder import MTP_MODULES, describe_layers
 from sglang_eagle3_embed.core.rule_registry import Stage, rule
 
 
@@ -174,42 +173,6 @@ def _draft_path_missing(d: Deployment):
             f"would silently load the target as its own EAGLE-3 draft{silently}. Fix: pass "
             f"--speculative-draft-model-path DRAFT."
         )
-
-
-NEXTN_TARGETS = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM")
-"""Targets whose checkpoint SGLang loads as ``DeepseekV3ForCausalLMNextN`` when it is its own
-draft (srt/configs/model_config.py:1032-1036)."""
-
-
-@rule(
-    "mtp-layer-missing",
-    Severity.ERROR,
-    Stage.POST,
-    "EAGLE without a draft on a target whose weights hold no MTP layer",
-    "loads the target's own MTP (NextN) layer as the draft (srt/arg_groups/speculative_hook.py:"
-    "1120-1143, srt/configs/model_config.py:1032-1036) from model.layers.{num_hidden_layers} "
-    "(srt/models/deepseek_common/deepseek_weight_loader.py:570-578), and checks no weight is "
-    "missing: what the checkpoint lacks stays uninitialised, every draft token rejected",
-)
-def _mtp_layer_missing(d: Deployment):
-    layers, count = d.target_layers, d.target_text.get("num_hidden_layers")
-    if (
-        not d.drafts_from_target
-        or d.target_arch not in NEXTN_TARGETS
-        or layers is None
-        or not positive_int(count)
-        or layers.get(count, frozenset()) >= MTP_MODULES
-    ):
-        return
-    yield (
-        f"--speculative-algorithm {d.algorithm} without --speculative-draft-model-path: SGLang "
-        f"would silently load the target's own MTP layer (model.layers.{count}: "
-        f"{', '.join(sorted(MTP_MODULES))}) as the draft, but the target's weights hold "
-        f"{describe_layers(layers)} and no MTP layer: the draft would run on uninitialised "
-        f"weights and every draft token be rejected. Fix: pass --speculative-draft-model-path "
-        f"DRAFT (an EAGLE-3 draft with --speculative-algorithm EAGLE3), or serve the checkpoint "
-        f"with its MTP layer."
-    )
 
 
 def _looks_eagle3(draft: Mapping) -> bool:

@@ -28,7 +28,7 @@ from pathlib import Path
 from sglang_eagle3_embed.core.errors import InputError
 
 __all__ = [
-    "MANIFEST", "CacheError", "clean_stale", "ensure", "manifest_digest", "not_a_folder",
+    "MANIFEST", "CacheError", "clean_stale", "ensure", "file_digest", "manifest_digest", "not_a_folder",
     "origin_problem", "publish", "temporary", "verify", "writable", "write_origin",
 ]  # fmt: skip
 
@@ -42,7 +42,8 @@ class CacheError(InputError):
     """A cache folder that cannot be used or built here: the message names it and the fix."""
 
 
-def _digest(file: Path) -> str:
+def file_digest(file: Path) -> str:
+    """The SHA-256 of a file's bytes, hex (read a MiB at a time)."""
     h = hashlib.sha256()
     with open(file, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -77,7 +78,7 @@ def verify(folder: Path) -> str | None:
                 return f"{file} is missing"
             if size != entry.get("size"):
                 return f"{file} has {size} bytes, the manifest says {entry.get('size')}"
-            if _digest(file) != entry.get("sha256"):
+            if file_digest(file) != entry.get("sha256"):
                 return f"{file} does not match its SHA-256 in the manifest"
         except OSError as exc:
             return f"{file} cannot be read: {exc}"
@@ -86,7 +87,7 @@ def verify(folder: Path) -> str | None:
 
 def manifest_digest(folder: Path) -> str:
     """The SHA-256 of ``folder``'s manifest: it names every byte of a complete folder."""
-    return _digest(folder / MANIFEST)
+    return file_digest(folder / MANIFEST)
 
 
 def write_origin(tmp: Path, record: str, source: Path) -> None:
@@ -245,7 +246,7 @@ def publish(tmp: Path, folder: Path) -> None:
     files = sorted(p for p in tmp.iterdir() if p.is_file() and p.name != MANIFEST)
     for file in files:
         _fsync(file)
-    manifest = {p.name: {"size": p.stat().st_size, "sha256": _digest(p)} for p in files}
+    manifest = {p.name: {"size": p.stat().st_size, "sha256": file_digest(p)} for p in files}
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
     _fsync(tmp / MANIFEST)
     _fsync(tmp)

@@ -23,6 +23,7 @@ from sglang_eagle3_embed.core.rules import RULES, Stage, evaluate, not_checked, 
 
 __all__ = [
     "LaunchArgumentsError",
+    "locate_models",
     "parse_launch",
     "plugin_status",
     "render_json",
@@ -170,6 +171,36 @@ def parse_launch(args: list[str]):
     return server_args
 
 
+def locate_models(server_args) -> None:
+    """An :class:`InputError` (exit 2) for a model path that names nothing here: a local path that
+    does not exist, or a hub id the local Hugging Face cache does not hold at its revision (``check``
+    never downloads; :func:`~sglang_eagle3_embed.core.hub.resolve` names the repo, the revision and
+    the fix)."""
+    from sglang_eagle3_embed.core import hub
+
+    download_dir = getattr(server_args, "download_dir", None)
+    for flag, path, revision in (
+        ("--model-path", server_args.model_path, getattr(server_args, "revision", None)),
+        (
+            "--speculative-draft-model-path",
+            getattr(server_args, "speculative_draft_model_path", None),
+            getattr(server_args, "speculative_draft_model_revision", None),
+        ),
+    ):
+        if not path:
+            continue
+        folder = hub.locate(path, revision, download_dir, flag)
+        try:
+            present = os.path.lexists(folder)
+        except (OSError, ValueError):
+            present = False
+        if not present:
+            raise InputError(
+                f"{flag} {path}: no such file or folder. Fix: pass the model's folder, or its hub id "
+                f"(org/name) to read from the local Hugging Face cache"
+            )
+
+
 def run_check(argv: list[str]) -> list[Finding]:
     """Parse ``argv`` like ``sglang.launch_server``, resolve it without a GPU, run every rule. A rule
     of a stage that could not run is reported as not checked, never as passed."""
@@ -179,6 +210,7 @@ def run_check(argv: list[str]) -> list[Finding]:
     if not any(a == "--device" or a.startswith("--device=") for a in args):
         args += ["--device", "cpu"]  # SGLang's resolution needs a device; cpu needs no accelerator
     server_args = parse_launch(args)
+    locate_models(server_args)
     active, reason = plugin_status()
     passed = snapshot(server_args, resolved=False, plugin_active=active, plugin_reason=reason)
     findings = evaluate(passed, Stage.PRE)

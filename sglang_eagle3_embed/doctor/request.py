@@ -20,6 +20,7 @@ import torch
 
 from sglang_eagle3_embed import FAMILY
 from sglang_eagle3_embed.core.atomic import check_writable
+from sglang_eagle3_embed.core.coverage import target_coverage
 from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
 from sglang_eagle3_embed.core.model_folder import (
@@ -36,7 +37,7 @@ from sglang_eagle3_embed.core.model_folder import (
     read_json,
     text_config,
 )
-from sglang_eagle3_embed.core.rules_draft import fc_width_mismatch
+from sglang_eagle3_embed.core.rules_weights import fc_width_mismatch
 from sglang_eagle3_embed.doctor.wirings import candidate_wirings
 
 __all__ = [
@@ -172,17 +173,16 @@ def check_layers(target: ModelFolder, names=None) -> int:
     held = f"{weights} {verb} {describe_layers(layers)}"
     where = "config.json's text_config" if config is not target.config else "config.json"
     count = config.get("num_hidden_layers")
-    nextn = config.get("num_nextn_predict_layers")
-    nextn = nextn if type(nextn) is int and nextn > 0 else 0
+    found = target_coverage(config, layers)
     top = max(layers, default=-1) + 1
     contiguous = len(layers) == top  # layers 0 .. top - 1, none missing
     # the decoder layers the weights hold: those before the first MTP layer
-    plain = next((i for i in layers if layers[i] & MTP_MODULES), top)
+    plain = found.plain if found else next((i for i in layers if layers[i] & MTP_MODULES), top)
     suggest = (
         f"set num_hidden_layers to {plain} in {where} (the decoder layers its weights hold), or use the "
         f"model's original config.json"
     )
-    if type(count) is not int or count < 1:
+    if found is None:
         fix = (
             suggest
             if layers and contiguous
@@ -201,9 +201,8 @@ def check_layers(target: ModelFolder, names=None) -> int:
             "pass the target's model folder, or download the model again",
             target.what,
         )
-    missing = sorted(set(range(max(count, top))) - set(layers))
-    extra = [i for i in layers if i >= count and not (i < count + nextn and layers[i] & MTP_MODULES)]
-    if not missing and not extra:
+    missing, extra = found.missing, found.extra
+    if found.ok:
         return count
     says = f"{where} says num_hidden_layers {count}"
     if missing:
@@ -218,6 +217,8 @@ def check_layers(target: ModelFolder, names=None) -> int:
             fix = "download the model again (an interrupted download?)"
     else:
         mtp = ""
+        nextn = config.get("num_nextn_predict_layers")
+        nextn = nextn if type(nextn) is int and nextn > 0 else 0
         if any(i < count + nextn for i in extra):
             allowed = f"layer {count}" if nextn == 1 else f"layers {count}-{count + nextn - 1}"
             mtp = (

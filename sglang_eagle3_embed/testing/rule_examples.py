@@ -76,11 +76,12 @@ class Scenario:
     """Changes to BASE_DRAFT (a nested dict replaces the whole value; DELETE removes a key)."""
     target: dict = field(default_factory=dict)
     fc_in_features: int | None = None
-    """Write a draft weight file whose fc.weight reads this many features."""
+    """Write a draft weight file whose fc.weight reads this many features, beside its decoder layer
+    (``midlayer.*``)."""
     weights: bytes | None = None
     """Write these bytes as the draft's model.safetensors (a damaged checkpoint)."""
-    target_weights: tuple[str, ...] = ()
-    """Write a target model.safetensors holding these tensor names (one element each)."""
+    target_weights: tuple[str, ...] = LAYERS
+    """Write a target model.safetensors holding these tensor names (one element each; none: no file)."""
     env: dict = field(default_factory=dict)
 
 
@@ -142,7 +143,18 @@ EXAMPLES: dict[str, tuple[Scenario, Scenario]] = {
         Scenario(draft={"eagle_config": {IDS_FIELD: [1, 3, 5]}}),
         Scenario(draft={"eagle_config": {IDS_FIELD: [1, 3, 5], CONVENTION_FIELD: "layer_output"}}),
     ),
+    "target-layer-count": (Scenario(target_weights=LAYERS[:6]), Scenario(target_weights=LAYERS)),
     "draft-fc-width": (Scenario(fc_in_features=128), Scenario(fc_in_features=192)),
+    "draft-layer-count": (
+        Scenario(launch("--json-model-override-args", '{"num_hidden_layers": 2}'), fc_in_features=192),
+        Scenario(
+            launch("--json-model-override-args", '{"max_position_embeddings": 256}'), fc_in_features=192
+        ),
+    ),
+    "draft-fc-skipped": (
+        Scenario(draft={"hidden_size": 192, "target_hidden_size": 64}, fc_in_features=192),
+        Scenario(draft={"hidden_size": 64, "target_hidden_size": 64}, fc_in_features=192),
+    ),
     "draft-target-hidden": (
         Scenario(draft={"target_hidden_size": 32}),
         Scenario(draft={"target_hidden_size": 64}),
@@ -207,8 +219,13 @@ def materialize(scenario: Scenario, root) -> list[str]:
         import numpy as np
         from safetensors.numpy import save_file
 
+        hidden = _changed(BASE_DRAFT, scenario.draft).get("hidden_size", BASE_DRAFT["hidden_size"])
         save_file(
-            {"fc.weight": np.zeros((BASE_DRAFT["hidden_size"], scenario.fc_in_features), np.float16)}, weights
+            {
+                "fc.weight": np.zeros((hidden, scenario.fc_in_features), np.float16),
+                "midlayer.self_attn.o_proj.weight": np.zeros((1,), np.float16),
+            },
+            weights,
         )
     elif weights.exists():
         weights.unlink()

@@ -221,13 +221,15 @@ def test_check_with_an_unknown_flag_prints_json_and_no_usage(tmp_path):
 
 
 def test_check_names_a_missing_local_draft_folder(tmp_path):
+    """A model path that names nothing is bad input (exit 2), not a finding about the deployment."""
     from sglang_eagle3_embed.testing.rule_examples import Scenario
 
     argv = check_folders(tmp_path, Scenario())
     argv[argv.index(str(tmp_path / "draft"))] = str(tmp_path / "gone" / "draft")
     code, out, err = run("check", "--json", *argv)
     assert_contract(code, out, err, as_json=True)
-    message = json.dumps(json.loads(out)["findings"])
+    message = json.loads(out)["error"]
+    assert code == 2 and "--speculative-draft-model-path" in message and "gone/draft" in message
     assert "no such file or folder" in message and "Repo id" not in message
 
 

@@ -1266,7 +1266,7 @@ def test_check_reports_what_the_sweep_found_in_folders(tmp_path, capfd, warm_che
 FIXED_PATHS = {
     "model path is its config.json": (1, "is a file, not a model folder"),
     "target config.json is a FIFO": (1, "is not a regular file but a FIFO"),  # SGLang would block on it
-    "model path is missing": (1, "no such file or folder"),
+    "model path is missing": (2, "no such file or folder"),
     "--config is a FIFO": (2, "--config"),  # SGLang would block on it
 }
 

@@ -6,39 +6,10 @@ import math
 
 import pytest
 
-from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.findings import Severity
-from sglang_eagle3_embed.core.ids import IDS_FIELD
 from sglang_eagle3_embed.core.rules import Stage, evaluate
-
-TARGET = {
-    "architectures": ["DeepseekV3ForCausalLM"],
-    "num_hidden_layers": 8,
-    "hidden_size": 64,
-    "vocab_size": 128,
-}
-DRAFT = {
-    "architectures": ["LlamaForCausalLMEagle3"],
-    "hidden_size": 64,
-    "vocab_size": 128,
-    "eagle_config": {IDS_FIELD: [-1, 2, 4]},
-}
-RAW = {
-    "speculative_algorithm": "EAGLE3",
-    "speculative_draft_model_path": "DRAFT",
-    "speculative_num_steps": 3,
-    "speculative_eagle_topk": 1,
-    "speculative_num_draft_tokens": 4,
-    "model_impl": MODEL_IMPL,
-}
-WEIGHTS = ("/models/draft/model.safetensors",)
-
-
-def deployment(target=TARGET, draft=DRAFT, **kwargs) -> Deployment:
-    kwargs.setdefault("draft_fc_in_features", 192)
-    kwargs.setdefault("draft_weight_files", WEIGHTS)
-    return Deployment(raw=RAW, target=target, draft=draft, **kwargs)
+from tests.support.deployments import DRAFT, TARGET, deployment
 
 
 def by_rule(d: Deployment) -> dict:

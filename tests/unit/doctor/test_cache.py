@@ -67,14 +67,14 @@ def lock_log(monkeypatch):
 
 def test_a_folder_removed_while_it_is_verified_is_reported_not_raised(tmp_path, monkeypatch):
     folder = built(tmp_path / "target")
-    real = cache._digest
+    real = cache.file_digest
 
     def removed_meanwhile(file):  # another process moves the folder aside mid-check
         if folder.exists():
             folder.rename(tmp_path / "aside")
         return real(file)
 
-    monkeypatch.setattr(cache, "_digest", removed_meanwhile)
+    monkeypatch.setattr(cache, "file_digest", removed_meanwhile)
     assert "cannot be read" in verify(folder)
 
 
