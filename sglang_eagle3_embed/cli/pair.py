@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from sglang_eagle3_embed.cli._exit import EXIT_OK
+from sglang_eagle3_embed.core.hub import check_repo
 
 __all__ = ["add_parser", "run"]
 
@@ -33,6 +34,20 @@ def add_parser(sub) -> None:
     pair.add_argument("--convention", default="layer_output", choices=["layer_output", "hidden_states"])
     pair.add_argument("--device", default="cpu", help="train on cpu (bit-reproducible) or cuda (faster)")
     pair.add_argument("--declare", action="store_true", help="write the convention into the draft config")
+    pair.add_argument(
+        "--quantization",
+        choices=["fp8", "int4"],
+        help="also write the target as the official checkpoints ship it: fp8 block-wise (DeepSeek-V3, "
+        "Kimi-K2), int4 compressed-tensors routed experts (Kimi-K2.5)",
+    )
+    pair.add_argument(
+        "--hub-repo",
+        metavar="ORG/NAME",
+        help="also put the pair into the local Hugging Face cache as hub ids ORG/NAME (the target) and "
+        "ORG/NAME-eagle3 (the draft), so that launch lines can name them offline",
+    )
+    pair.add_argument("--revision", default="main", help="with --hub-repo: the branch to cache them under")
+    pair.add_argument("--download-dir", help="with --hub-repo: the cache (default: HF_HUB_CACHE, HF_HOME)")
     pair.add_argument("--cache", help="cache folder (default: $SGLANG_EAGLE3_EMBED_CACHE or ~/.cache)")
     pair.add_argument("--json", action="store_true", help="errors as JSON too (the result always is)")
     pair.set_defaults(func=run)
@@ -49,11 +64,27 @@ def run(args) -> int:
     ids = tuple(args.ids) if args.ids else default.ids
     spec = pair.PairSpec(target=target, ids=ids, convention=args.convention, declare=args.declare)
     spec.validate()  # before anything is trained or cached
+    if args.hub_repo:
+        check_repo(args.hub_repo, "--hub-repo")
     if args.arch == "kimi-k25":
         from sglang_eagle3_embed.doctor.kimi import build_kimi_pair
 
         built = build_kimi_pair(spec, args.cache, args.device)
     else:
         built = pair.build_pair(spec, args.cache, args.device)
-    print(json.dumps({"ok": True, "target": str(built.target), "draft": str(built.draft)}))
+    target = built.target
+    if args.quantization:
+        from sglang_eagle3_embed.doctor import quantized
+
+        write = quantized.write_fp8_target if args.quantization == "fp8" else quantized.write_int4_target
+        target = write(target, target.parent / f"{args.quantization}-{target.name}")
+    result = {"ok": True, "target": str(target), "draft": str(built.draft)}
+    if args.hub_repo:
+        from sglang_eagle3_embed.doctor.hub_cache import publish
+
+        draft_repo = f"{args.hub_repo}-eagle3"
+        publish(target, args.hub_repo, args.revision, args.download_dir)
+        publish(built.draft, draft_repo, args.revision, args.download_dir)
+        result.update(target_repo=args.hub_repo, draft_repo=draft_repo, revision=args.revision)
+    print(json.dumps(result))
     return EXIT_OK

@@ -18,31 +18,58 @@ import torch
 
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.core.model_folder import ModelFolder, read_config, text_config
+from sglang_eagle3_embed.doctor.quantized import QUANTIZATIONS, dequantized_weights, quantization_of
 from sglang_eagle3_embed.doctor.weights import read_safetensors, read_tensor
 
 __all__ = ["BACKENDS", "EngineBackend", "HFBackend", "SGLangCpuBackend", "make_backend"]
 
 
-def text_model(folder: Path, config: dict):
-    """The DeepSeek-V3 text model of a Kimi-K2.5 folder in HF transformers: the weights under
-    ``language_model.``, loaded through ``from_pretrained`` (which converts per-expert checkpoint
-    names) from a temporary folder; the vision tower is not needed to score text."""
+def hf_model(folder: Path):
+    """The target of ``folder`` in HF transformers, float32. A Kimi-K2.5 folder gives its DeepSeek-V3
+    text model (the weights under ``language_model.``; the vision tower is not needed to score
+    text); a quantized folder is dequantized first (:func:`~sglang_eagle3_embed.doctor.quantized.
+    dequantized_weights`). Both load through ``from_pretrained`` (which converts per-expert
+    checkpoint names) from a temporary folder."""
     import tempfile
 
     from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM
 
-    weights = {}
-    for name, tensor in read_safetensors(folder).items():
-        name = name.replace("language_model.layers.", "language_model.model.layers.")  # NVFP4 names
-        if name.startswith("language_model."):
-            weights[name.removeprefix("language_model.")] = tensor.contiguous()
-    if not weights:
-        raise ValueError("it has no weights under language_model.")
+    config = read_config(folder, folder_only=True)
+    text = text_config(config)
+    quantization = dequantizable(config, "hf")
+    if text is config and quantization is None:
+        return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    weights = read_safetensors(folder)
+    if text is not config:
+        weights = {
+            name.replace("language_model.layers.", "language_model.model.layers.").removeprefix(
+                "language_model."
+            ): tensor  # NVFP4 names
+            for name, tensor in weights.items()
+            if name.startswith("language_model.")
+        }
+        if not weights:
+            raise ValueError("it has no weights under language_model.")
+    weights = {k: v.contiguous() for k, v in dequantized_weights(weights).items()}
+    plain = {k: v for k, v in text.items() if k != "quantization_config"}
     with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "config.json").write_text(json.dumps(config))
+        (Path(tmp) / "config.json").write_text(json.dumps(plain))
         save_file(weights, str(Path(tmp) / "model.safetensors"))
-        return AutoModelForCausalLM.from_pretrained(tmp, torch_dtype=torch.float32)
+        return AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32)
+
+
+def dequantizable(config: dict, backend: str) -> str | None:
+    """The target's quantization (``fp8``, ``int4`` or None), which the CPU backends dequantize;
+    an :class:`InputError` for another method, whose kernels only SGLang on a GPU has."""
+    quantization = quantization_of(config)
+    if quantization not in (None, *QUANTIZATIONS):
+        raise InputError(
+            f"--backend {backend}: the target is quantized with {quantization!r}, which the CPU "
+            f"backends cannot dequantize (they read FP8 block-wise and compressed-tensors int4 "
+            f"pack-quantized checkpoints); use --backend engine, SGLang's own kernels on a GPU"
+        )
+    return quantization
 
 
 class HFBackend:
@@ -51,15 +78,10 @@ class HFBackend:
     name = "hf"
 
     def __init__(self, target: Path, device: str = "cpu"):
-        from transformers import AutoModelForCausalLM
-
-        config = read_config(target, folder_only=True)
-        text = text_config(config)
         try:
-            if text is not config:  # Kimi-K2.5: the text model inside
-                self.model = text_model(Path(target), dict(text))
-            else:
-                self.model = AutoModelForCausalLM.from_pretrained(target, torch_dtype=torch.float32)
+            self.model = hf_model(Path(target))
+        except InputError:
+            raise
         except RuntimeError:  # transformers' report (logged above) of weights that do not fit the config
             raise ValueError(
                 "a weight's shape differs from what its config.json describes (transformers lists them "
@@ -103,6 +125,7 @@ class SGLangCpuBackend:
                 f"the sglang-cpu backend runs DeepseekV2/V3/V32 targets, not {arch}; use --backend hf "
                 f"(the text model, on the CPU) or --backend engine (SGLang's own model, on a GPU)"
             )
+        dequantizable(config, self.name)
         self.model, self.config = sglang_cpu.load_model(cls, target)
         self.num_layers = self.config.num_hidden_layers
         self.embedding = self.model.model.embed_tokens

@@ -102,15 +102,17 @@ def sglang_model(cls, config, hf):
 
 
 def load_model(cls, folder: Path):
-    """An SGLang model class built from a HF folder (``config.json`` + ``*.safetensors``) on CPU."""
+    """An SGLang model class built from a HF folder (``config.json`` + ``*.safetensors``) on CPU,
+    unquantized: FP8 and int4 weights are dequantized to float32 first."""
     from transformers import AutoConfig
 
+    from sglang_eagle3_embed.doctor.quantized import dequantized_weights
     from sglang_eagle3_embed.doctor.weights import read_safetensors
 
     init()
     config = AutoConfig.from_pretrained(folder)
     model = build(cls, config)
-    model.load_weights(list(read_safetensors(folder).items()))
+    model.load_weights(list(dequantized_weights(read_safetensors(folder)).items()))
     return model, config
 
 

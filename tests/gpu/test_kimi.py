@@ -18,13 +18,12 @@ served side by side on one GPU with CUDA graphs (text-only requests, token ids i
 
 import json
 import subprocess
-import sys
 
 import pytest
 
+from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.doctor.pair import write_config_variant
 from sglang_eagle3_embed.testing.engine_run import (
-    BUNDLE,
     DET,
     accept_mean,
     differences,
@@ -35,51 +34,30 @@ from sglang_eagle3_embed.testing.engine_run import (
     spec,
 )
 from sglang_eagle3_embed.testing.server_run import run_servers
+from tests.gpu.served_pair import NEW_TOKENS, NUM_PROMPTS, PROMPT_LEN, SERVED, TRAINED, probe_command
 from tests.support import ROOT
 
 pytestmark = pytest.mark.gpu
 
-OURS = "sglang_eagle3_embed"
-TRAINED, DEFAULTS = (
-    (0, 5, 11),
-    (2, 8, 13),
-)  # capture indices: ids [-1, 4, 10]; SGLang's defaults for 16 layers
-NUM_PROMPTS, PROMPT_LEN, NEW_TOKENS = 48, 8, 40
-SHARED = dict(
-    trust_remote_code=True, skip_tokenizer_init=True, dtype="bfloat16", mem_fraction_static=0.5,
-    max_total_tokens=16384, max_running_requests=48, cuda_graph_max_bs_decode=48,
-)  # fmt: skip
+DEFAULTS = (2, 8, 13)  # SGLang's default capture indices for 16 layers
 SPEC = spec(3)
-ENGINE_ARGS = dict(
-    dtype="bfloat16", trust_remote_code=True, **BUNDLE, mem_fraction_static=0.5, max_total_tokens=16384
-)
 
 
 def jobs_for(pair, drafts, prompts) -> dict[str, dict]:
     def job(modes=("all",), **server):
         return {
-            "server": {"model_path": str(pair.target), **SHARED, **server}, "prompts": prompts,
-            "max_new_tokens": NEW_TOKENS, "modes": list(modes),
+            "server": {"model_path": str(pair.target), **SERVED, "trust_remote_code": True, **server},
+            "prompts": prompts, "max_new_tokens": NEW_TOKENS, "modes": list(modes),
         }  # fmt: skip
 
     exact = ("all", "one-by-one")
     return {
-        "kimi-plugin": job(exact, model_impl=OURS, speculative_draft_model_path=drafts["nested"], **SPEC, **DET),
+        "kimi-plugin": job(exact, model_impl=MODEL_IMPL, speculative_draft_model_path=drafts["nested"], **SPEC, **DET),
         "kimi-stock-hand-written": job(exact, speculative_draft_model_path=drafts["hand-written"], **SPEC, **DET),
         "kimi-plain": job(exact, **DET),
         "kimi-stock-nested": job(speculative_draft_model_path=drafts["nested"], **SPEC),
         "kimi-stock-top-level": job(speculative_draft_model_path=drafts["top-level"], **SPEC),
     }  # fmt: skip
-
-
-def probe_command(pair, prompts_file, report) -> list[str]:
-    engine = [f"--engine-arg={k}={json.dumps(v)}" for k, v in ENGINE_ARGS.items()]
-    return [
-        sys.executable, "-m", "sglang_eagle3_embed.cli", "probe", "--backend", "engine",
-        "--target", str(pair.target), "--draft", str(pair.draft), "--prompts", str(prompts_file),
-        "--num-prompts", str(NUM_PROMPTS), "--new-tokens", str(NEW_TOKENS), "--num-steps", "3",
-        "--json", "--no-progress", "--output", str(report), *engine,
-    ]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +76,10 @@ def runs(gpu_kimi_pair, gpu_logs, tmp_path_factory):
     report = gpu_logs / "kimi-probe.json"
     with open(gpu_logs / "kimi-probe.log", "w") as log:  # the probe runs while the servers start
         probe = subprocess.Popen(
-            probe_command(pair, prompts_file, report), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT
+            probe_command(pair.target, pair.draft, prompts_file, report, trust_remote_code=True),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
         )
         results = run_servers(jobs_for(pair, drafts, prompts), gpu_logs, timeout=420)
         probe_rc = probe.wait(timeout=600)

@@ -10,11 +10,13 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.testing import load_run
+from tests.gpu import served_pair
 from tests.gpu import test_acceptance as acceptance
 from tests.gpu import test_kimi as kimi
 from tests.gpu import test_load_faults as load_faults
 from tests.gpu import test_lossless as lossless
 from tests.gpu import test_multi_gpu as multi_gpu
+from tests.gpu import test_quantized as quantized
 
 PROMPTS = 48
 
@@ -224,7 +226,23 @@ def test_the_kimi_servers_ask_only_for_sglang_arguments_and_compare_like_with_li
     plugin, stock = jobs["kimi-plugin"]["server"], jobs["kimi-stock-hand-written"]["server"]
     assert differing(plugin, stock) == {"model_impl", "speculative_draft_model_path"}
     assert jobs["kimi-plain"]["server"]["enable_deterministic_inference"]
-    assert_sglang_arguments({"probe --engine-arg": kimi.ENGINE_ARGS})
+    assert_sglang_arguments({"probe --engine-arg": served_pair.probe_engine_args(trust_remote_code=True)})
+
+
+def test_the_quantized_servers_ask_only_for_sglang_arguments_and_compare_like_with_like():
+    targets = {"bf16": "BF16", "fp8": "FP8", "int4": "INT4"}
+    jobs = quantized.jobs_for(targets, {"nested": "NESTED", "hand-written": "HAND"}, [[1, 2]])
+    assert_sglang_arguments({name: job["server"] for name, job in jobs.items()})
+    for fmt in ("fp8", "int4"):
+        plugin, stock = jobs[f"{fmt}-plugin"]["server"], jobs[f"{fmt}-stock-hand-written"]["server"]
+        assert differing(plugin, stock) == {"model_impl", "speculative_draft_model_path"}
+        assert plugin["model_path"] == targets[fmt] and plugin["enable_deterministic_inference"]
+        assert jobs[f"{fmt}-plugin"]["modes"] == ["all", "one-by-one"]
+    assert (
+        jobs["int4-plugin"]["server"]["trust_remote_code"]
+        and "trust_remote_code" not in jobs["fp8-plugin"]["server"]
+    )
+    assert differing(jobs["bf16-plugin"]["server"], jobs["fp8-plugin"]["server"]) == {"model_path"}
 
 
 def test_the_load_servers_and_sglangs_client_take_the_arguments_given(monkeypatch, tmp_path):
