@@ -11,7 +11,7 @@ from sglang_eagle3_embed.core import hub
 from sglang_eagle3_embed.core.overrides import apply_overrides
 from sglang_eagle3_embed.doctor.hub_cache import publish
 
-pytestmark = pytest.mark.releases
+RELEASES = pytest.mark.releases  # the tests that run SGLang's own code
 
 
 @pytest.fixture
@@ -78,6 +78,7 @@ OVERRIDES = [
 ]
 
 
+@RELEASES
 @pytest.mark.parametrize("overrides", OVERRIDES, ids=lambda o: ",".join(o))
 @pytest.mark.parametrize("model", ["target", "draft", "kimi"])
 def test_overrides_apply_as_sglang_applies_them(tiny_pair, tiny_kimi_pair, model, overrides):
@@ -99,6 +100,7 @@ def test_overrides_apply_as_sglang_applies_them(tiny_pair, tiny_kimi_pair, model
             assert value == ours[key], key
 
 
+@RELEASES
 def test_both_model_configs_of_a_launch_get_the_override(tiny_pair):
     """SGLang's ``ModelConfig`` for the target and for the draft (``is_draft_model``) of one launch."""
     from sglang.srt.configs.model_config import ModelConfig
@@ -109,6 +111,7 @@ def test_both_model_configs_of_a_launch_get_the_override(tiny_pair):
     assert target.hf_config.num_hidden_layers == draft.hf_config.num_hidden_layers == 5
 
 
+@RELEASES
 def test_the_snapshot_reads_a_hub_launch_as_the_local_one(offline_cache, tiny_pair, monkeypatch):
     from sglang_eagle3_embed.doctor.check import parse_launch
     from sglang_eagle3_embed.patch.speculative_validation import snapshot
@@ -140,6 +143,7 @@ def test_the_snapshot_reads_a_hub_launch_as_the_local_one(offline_cache, tiny_pa
     assert overridden.target_text["num_hidden_layers"] == overridden.draft["num_hidden_layers"] == 4
 
 
+@RELEASES
 def test_a_decrypted_config_file_is_read_in_place_of_config_json(tiny_pair, tmp_path):
     """``--decrypted-draft-config-file`` names the file SGLang's draft ModelConfig reads instead of
     config.json (srt/configs/model_config.py:950-954); the snapshot reads the same file."""
