@@ -14,16 +14,33 @@ from sglang_eagle3_embed.core.findings import Severity
 
 __all__ = ["CHECK_USAGE", "add_parser", "run"]
 
-CHECK_USAGE = """usage: sglang-eagle3-embed check [--json] <arguments of python -m sglang.launch_server>
+CHECK_USAGE = """usage: sglang-eagle3-embed check [--json] [--gpu h100|h20|h200|b200] <arguments of python -m sglang.launch_server>
 
-Validate a deployment without a GPU and without weights (configs only): SGLang's own argument
-resolution, then every rule of docs/validation.md. A rule that could not be evaluated says
-"not checked" and why. Exit 0: no error; 1: errors; 2: a bad invocation."""
+Validate a deployment without its GPU: SGLang's own argument resolution, answered as the serving
+machine's GPU would answer it (--gpu; h200 by default where no GPU is visible), then every rule of
+docs/validation.md on the configs and the weights' headers (no tensor is read). A rule that could
+not be evaluated says "not checked" and why. Exit 0: no error; 1: errors; 2: a bad invocation or a
+model that is not there."""
 
 
 def add_parser(sub) -> None:
     """``check`` in the command list; its arguments are SGLang's, parsed by :func:`run`."""
     sub.add_parser("check", help="validate a launch command line without a GPU", add_help=False)
+
+
+def _gpu(argv: list[str]) -> tuple[list[str], str | None]:
+    """``argv`` without check's own ``--gpu NAME`` (or ``--gpu=NAME``), and that name."""
+    rest, gpu, args = [], None, iter(argv)
+    for arg in args:
+        if arg == "--gpu":
+            gpu = next(args, None)
+            if gpu is None:
+                raise InputError("--gpu needs a GPU name: h100, h20, h200 or b200")
+        elif arg.startswith("--gpu="):
+            gpu = arg.partition("=")[2]
+        else:
+            rest.append(arg)
+    return rest, gpu
 
 
 def run(argv: list[str]) -> int:
@@ -36,12 +53,13 @@ def run(argv: list[str]) -> int:
     if "-h" in argv or "--help" in argv:
         print(json.dumps({"ok": True, "usage": CHECK_USAGE}, indent=2) if as_json else CHECK_USAGE)
         return EXIT_OK
-    argv = [a for a in argv if a != "--json"]
-    from sglang_eagle3_embed.doctor.check import LaunchArgumentsError, render_json, render_table, run_check
+    argv, gpu = _gpu([a for a in argv if a != "--json"])
+    from sglang_eagle3_embed.doctor.check import LaunchArgumentsError, check_launch, render_json, render_table
 
     try:
-        findings = run_check(argv)
+        found = check_launch(argv, gpu)
     except LaunchArgumentsError as exc:
         raise InputError(str(exc)) from None
-    print(render_json(findings) if as_json else render_table(findings))
+    print(render_json(found) if as_json else render_table(found))
+    findings = found.findings
     return EXIT_FINDINGS if any(f.severity is Severity.ERROR for f in findings) else EXIT_OK

@@ -8,8 +8,9 @@ import json
 from sglang_eagle3_embed import FAMILY, MODEL_IMPL
 from sglang_eagle3_embed.cli._args import add_model_arguments, json_overrides
 from sglang_eagle3_embed.cli._exit import EXIT_FINDINGS, EXIT_OK
+from sglang_eagle3_embed.core.conventions import default_of
 from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
-from sglang_eagle3_embed.core.errors import DraftConfigError, InputError, UnsupportedModeError
+from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
 from sglang_eagle3_embed.core.hub import locate
 from sglang_eagle3_embed.core.model_folder import config_file, layer_count, read_json
 from sglang_eagle3_embed.core.overrides import apply_overrides
@@ -61,20 +62,20 @@ def run(args) -> int:
         "stock_reading": stock.reading,
         "stock_capture_indices": None if stock.indices is None else list(stock.indices),
     }
+    if arch is not None and arch not in FAMILY:
+        return _stock_only(args, arch, layers, stock, stock_fields)
     try:
-        if arch is not None and arch not in FAMILY:
-            raise UnsupportedModeError.not_deepseek(arch)
         plan = resolve_capture_plan(draft, layers)
     except DraftConfigError as exc:
         result = {"ok": False, "error": str(exc), "rule": exc.rule, **stock_fields}
-    except UnsupportedModeError as exc:
-        result = {"ok": False, "error": str(exc), "rule": "target-not-deepseek", **stock_fields}
     else:
+        known = default_of(plan.ids, plan.source, layers)
         result = {
             "ok": True,
             "ids": None if plan.ids is None else list(plan.ids),
             "source": plan.source,
             "convention": plan.convention.value,
+            "numbering": f"{known.name}'s default for {layers} layers" if known else None,
             "capture_indices": list(plan.indices),
             "plugin": plan.describe(),
             "warnings": [w.message for w in plan.warnings],
@@ -88,7 +89,10 @@ def run(args) -> int:
         print(f"target layers         : {layers}")
         print(f"target architecture   : {arch or 'not given (read as the DeepSeek family)'}")
         print(f"ids                   : {result['ids']} (from {plan.source})")
-        print(f"convention            : {plan.convention.value}")
+        convention = plan.convention.value
+        if result["numbering"]:
+            convention += f" ({result['numbering']}, read right by stock SGLang)"
+        print(f"convention            : {convention}")
         print(f"--model-impl {MODEL_IMPL}: captures [{plan.describe()}]")
         print(f"stock SGLang          : {stock.outcome}")
         for warning in plan.warnings:
@@ -96,4 +100,25 @@ def run(args) -> int:
     else:
         print(f"error: {result['error']}")
         print(f"stock SGLang{f' ({arch})' if arch else ''}: {stock.outcome}")
+    return EXIT_OK if result["ok"] else EXIT_FINDINGS
+
+
+def _stock_only(args, arch: str, layers: int, stock, stock_fields: dict) -> int:
+    """A target outside the DeepSeek family: the plugin does not serve it, so stock SGLang's own
+    reading is the answer; exit 0 when that serves the draft (or is not modelled), 1 when it
+    fails."""
+    plugin = f"not for {arch}: the plugin serves the DeepSeek family ({', '.join(FAMILY)})"
+    result = {
+        "ok": stock.reading == "not modelled" or stock.serves,
+        "target_architecture": arch,
+        "plugin": plugin,
+        **stock_fields,
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"target layers         : {layers}")
+        print(f"target architecture   : {arch}")
+        print(f"--model-impl {MODEL_IMPL}: {plugin}")
+        print(f"stock SGLang          : {stock.outcome}")
     return EXIT_OK if result["ok"] else EXIT_FINDINGS

@@ -43,6 +43,7 @@ WATCHED = (
     "json_model_override_args",
     "model_impl",
     "enable_return_aux_hidden_states",
+    "disaggregation_mode",
 )
 """The ServerArgs fields the rules read."""
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from sglang_eagle3_embed.core.conventions import default_of, missing_advice, undeclared_advice
 from sglang_eagle3_embed.core.errors import DraftConfigError, shown
 from sglang_eagle3_embed.core.findings import Finding, Severity
 from sglang_eagle3_embed.core.ids import (
@@ -162,13 +163,7 @@ class CapturePlan:
 def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int, ...], list[Finding]]:
     if draft.ids is None:
         indices = tuple(stock_capture_indices(None, num_layers))
-        warning = Finding(
-            "draft-ids-missing",
-            Severity.WARNING,
-            f"the draft config has no {IDS_FIELD} (neither in {NESTED} nor at the top level); "
-            f"capturing SGLang's default [{describe_capture_indices(indices)}]. If the draft was "
-            f'trained on other tensors, add e.g. "{NESTED}": {{"{IDS_FIELD}": [-1, 2, 30]}}.',
-        )
+        warning = Finding("draft-ids-missing", Severity.WARNING, missing_advice(num_layers, indices))
         return Convention.SGLANG_STOCK, indices, [warning]
     if -1 in draft.ids:
         if draft.declared is Convention.HIDDEN_STATES:
@@ -184,16 +179,11 @@ def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int,
         convention = draft.declared
     else:
         indices = tuple(stock_capture_indices(draft.ids, num_layers))
-        warning = Finding(
-            "draft-ids-undeclared",
-            Severity.WARNING,
-            f"{IDS_FIELD} = {shown(draft.ids)} has no -1 and the config declares no "
-            f"{CONVENTION_FIELD}; keeping stock SGLang's reading (+1 only when the first id is 1), "
-            f"which captures [{describe_capture_indices(indices)}]. Declare "
-            f'"{CONVENTION_FIELD}": "layer_output" (id k = output of layer k) or "hidden_states" '
-            f"(id j = HF hidden_states[j]) so the ids cannot be misread.",
-        )
-        return Convention.SGLANG_STOCK, indices, [warning]
+        if default_of(draft.ids, draft.source, num_layers) is not None:
+            return Convention.SGLANG_STOCK, indices, []  # a trainer's default where it writes it: read right
+        reader = "stock SGLang's first-id heuristic (+1 only when the first id is 1), which the plugin keeps,"
+        advice = undeclared_advice(draft.ids, num_layers, reader, indices)
+        return Convention.SGLANG_STOCK, indices, [Finding("draft-ids-undeclared", Severity.WARNING, advice)]
     return convention, tuple(id_to_capture_index(i, convention) for i in draft.ids), []
 
 

@@ -68,12 +68,20 @@ class UnsupportedModeError(Eagle3EmbedError):
     """A target, parallel or scheduling mode that cannot deliver the captures the draft needs."""
 
     @classmethod
-    def not_deepseek(cls, arch: str | None) -> UnsupportedModeError:
+    def not_deepseek(cls, arch: str | None, reading: str = "not modelled") -> UnsupportedModeError:
+        """The plugin asked for on a target outside the DeepSeek family; ``reading``: how stock
+        SGLang's own model of ``arch`` reads the ids (``core/stock_sglang.py``)."""
+        own = {
+            "add-one": "adds 1 to every id, so -1 already means the embedding output there",
+            "first-id": (
+                "reads the ids with the DeepSeek family's first-id heuristic, without the plugin: write "
+                "capture indices there (0 = the embedding output, k = the output of layer k-1), e.g. "
+                "[0, a+1, b+1] for [-1, a, b]"
+            ),
+        }.get(reading, "reads the ids its own way (its set_eagle3_layers_to_capture)")
         return cls(
             f"--model-impl {MODEL_IMPL} serves the DeepSeek family ({', '.join(FAMILY)}), but the "
-            f"target resolves to {arch}. Most of SGLang's other EAGLE-3 models (Llama, Qwen2, Qwen3 "
-            f"and others) add 1 to every id, so -1 already means the embedding output there. Fix: "
-            f"drop --model-impl {MODEL_IMPL}."
+            f"target resolves to {arch}. SGLang's own {arch} {own}. Fix: drop --model-impl {MODEL_IMPL}."
         )
 
     @classmethod

@@ -6,12 +6,13 @@ from __future__ import annotations
 from functools import wraps
 
 from sglang_eagle3_embed import MODEL_IMPL
+from sglang_eagle3_embed.core.conventions import missing_advice, undeclared_advice
 from sglang_eagle3_embed.core.deployment import Deployment, positive_int
 from sglang_eagle3_embed.core.draft_config import CapturePlan
 from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
 from sglang_eagle3_embed.core.rule_registry import Stage, rule
-from sglang_eagle3_embed.core.stock_sglang import stock_reading
+from sglang_eagle3_embed.core.stock_sglang import reading_of, stock_reading
 
 
 def plan_of(d: Deployment) -> CapturePlan | NotChecked:
@@ -185,7 +186,7 @@ def _draft_aux_count(d: Deployment):
     "captures its default [2, L//2, L-3] silently (srt/models/deepseek_v2.py:3462-3465)",
 )
 def _draft_ids_missing(d: Deployment):
-    return _from_plan(d, "draft-ids-missing")
+    return _as_served(d, "draft-ids-missing")
 
 
 @rule(
@@ -197,7 +198,29 @@ def _draft_ids_missing(d: Deployment):
     "that reading and asks for a declaration",
 )
 def _draft_ids_undeclared(d: Deployment):
-    return _from_plan(d, "draft-ids-undeclared")
+    return _as_served(d, "draft-ids-undeclared")
+
+
+def _as_served(d: Deployment, rule_id: str):
+    """The capture plan's warning under ``rule_id``, worded for the model that serves the launch:
+    the plugin's plan keeps the DeepSeek family's first-id reading; a target outside the family is
+    served by stock SGLang's own model of it, whose reading the message then states."""
+    if d.plugin_requested or reading_of(d.target_arch) == "first-id":
+        yield from _from_plan(d, rule_id)
+        return
+    found = list(_from_plan(d, rule_id))
+    if not found or isinstance(found[0], NotChecked):
+        yield from found
+        return
+    num_layers = d.target_text["num_hidden_layers"]
+    stock = stock_reading(d.draft, num_layers, d.target_arch)
+    if stock.indices is None:
+        yield f"{found[0]} On {d.target_arch}, though, stock SGLang {stock.outcome}."
+    elif rule_id == "draft-ids-missing":
+        yield missing_advice(num_layers, stock.indices)
+    else:
+        reader = f"stock SGLang's {d.target_arch} ({stock.reading}: +1 to every id)"
+        yield undeclared_advice(plan_of(d).ids, num_layers, reader, stock.indices)
 
 
 def _draft_and_target(check):

@@ -14,6 +14,7 @@ from sglang_eagle3_embed.core.errors import UnsupportedModeError
 from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
 from sglang_eagle3_embed.core.rule_registry import Refused, Stage, rule
+from sglang_eagle3_embed.core.stock_sglang import reading_of
 
 
 @rule(
@@ -35,7 +36,7 @@ def _target_not_deepseek(d: Deployment):
             f"{MODEL_IMPL} serves the DeepSeek family only. Fix: use the target's original config.json."
         )
         return
-    yield str(UnsupportedModeError.not_deepseek(d.target_arch))
+    yield str(UnsupportedModeError.not_deepseek(d.target_arch, reading_of(d.target_arch)))
 
 
 @rule(

@@ -46,6 +46,7 @@ __all__ = [
     "FIRST_ID",
     "StockReading",
     "draft_reads",
+    "reading_of",
     "stock_reading",
     "target_ids",
 ]
@@ -149,7 +150,9 @@ def _captured(layers_to_capture: list, num_layers: int) -> list[int]:
     return sorted(hits)
 
 
-def _reading(architecture: str | None) -> str:
+def reading_of(architecture: str | None) -> str:
+    """How stock SGLang's own model of ``architecture`` turns ids into capture indices:
+    ``first-id``, ``add-one`` or ``not modelled`` (None: the DeepSeek family)."""
     if architecture is None or architecture in FIRST_ID:
         return "first-id"
     return "add-one" if architecture in ADD_ONE else "not modelled"
@@ -161,7 +164,7 @@ def stock_reading(
     """What stock SGLang 0.5.23 serves for draft ``config`` on a target of ``architecture`` (None:
     the DeepSeek family, which the plugin serves) with ``num_layers`` layers. ``width``: how many
     tensors the draft's fc reads when its weights say so; else what the draft config implies."""
-    reading = _reading(architecture)
+    reading = reading_of(architecture)
     if reading == "not modelled":
         return StockReading(
             architecture,

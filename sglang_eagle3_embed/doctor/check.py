@@ -10,10 +10,12 @@ benchmarks.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import textwrap
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 from sglang_eagle3_embed.core.errors import InputError, PluginInactiveError, ValidationError
@@ -22,7 +24,9 @@ from sglang_eagle3_embed.core.releases import installed_sglang_version, release
 from sglang_eagle3_embed.core.rules import RULES, Stage, evaluate, not_checked, refused
 
 __all__ = [
+    "Check",
     "LaunchArgumentsError",
+    "check_launch",
     "locate_models",
     "parse_launch",
     "plugin_status",
@@ -201,16 +205,53 @@ def locate_models(server_args) -> None:
             )
 
 
-def run_check(argv: list[str]) -> list[Finding]:
-    """Parse ``argv`` like ``sglang.launch_server``, resolve it without a GPU, run every rule. A rule
-    of a stage that could not run is reported as not checked, never as passed."""
-    from sglang_eagle3_embed.patch.speculative_validation import snapshot
+@dataclass(frozen=True)
+class Check:
+    """What ``check`` found: the rules' findings, the GPU SGLang's hardware questions were answered
+    as (None: this machine's own), and the steps only the serving machine can show."""
 
+    findings: list[Finding]
+    resolved_as: str | None = None
+    not_checked_here: tuple[str, ...] = ()
+
+
+def check_launch(argv: list[str], gpu: str | None = None) -> Check:
+    """Parse ``argv`` like ``sglang.launch_server``, resolve it as the serving machine would
+    (answered as ``gpu`` where this machine lacks it, :mod:`sglang_eagle3_embed.doctor.
+    serving_machine`), run every rule."""
+    from sglang_eagle3_embed.doctor.serving_machine import ib_devices, serving_gpu
+
+    machine = serving_gpu(gpu)
     args = list(argv)
-    if not any(a == "--device" or a.startswith("--device=") for a in args):
-        args += ["--device", "cpu"]  # SGLang's resolution needs a device; cpu needs no accelerator
+    if machine is not None and not any(a == "--device" or a.startswith("--device=") for a in args):
+        args += ["--device", "cuda"]  # as on the serving machine (--device cpu changes what resolves)
     server_args = parse_launch(args)
     locate_models(server_args)
+    here = ()
+    if machine is not None and ib_devices(server_args):
+        named = [
+            f"--{f.replace('_', '-')} {getattr(server_args, f)}"
+            for f in ("disaggregation_ib_device", "mooncake_ib_device")
+            if getattr(server_args, f, None)
+        ]
+        here = (
+            f"{'; '.join(named)}: SGLang checks at startup that these InfiniBand devices exist on the "
+            f"machine it runs on (srt/arg_groups/validation_hook.py:536-547). Run check on the serving "
+            f"machine, or compare with ls /sys/class/infiniband there.",
+        )
+    return Check(_rules(server_args, machine), machine.describe() if machine else None, here)
+
+
+def run_check(argv: list[str], gpu: str | None = None) -> list[Finding]:
+    """The rules' findings of :func:`check_launch`. A rule of a stage that could not run is
+    reported as not checked, never as passed."""
+    return check_launch(argv, gpu).findings
+
+
+def _rules(server_args, machine) -> list[Finding]:
+    from sglang_eagle3_embed.doctor.serving_machine import as_serving_machine, ib_devices
+    from sglang_eagle3_embed.patch.speculative_validation import snapshot
+
     active, reason = plugin_status()
     passed = snapshot(server_args, resolved=False, plugin_active=active, plugin_reason=reason)
     findings = evaluate(passed, Stage.PRE)
@@ -227,8 +268,10 @@ def run_check(argv: list[str]) -> list[Finding]:
                 Stage.POST, "SGLang's resolution was not run: the target's config.json cannot be read"
             ),
         ]
+    emulated = as_serving_machine(machine, ib_devices(server_args)) if machine else contextlib.nullcontext()
     try:
-        server_args.resolve_once()
+        with emulated:
+            server_args.resolve_once()
     except ValidationError as exc:  # the plugin's launch hook, when loaded in this process
         return findings + exc.findings
     except Exception as exc:  # SGLang's own refusal: the rules of the resolution stage report it
@@ -237,9 +280,8 @@ def run_check(argv: list[str]) -> list[Finding]:
             *evaluate(refused(passed, exc), Stage.RESOLUTION),
             *not_checked(Stage.POST, "SGLang's resolution refused the launch"),
         ]
-    return findings + evaluate(
-        snapshot(server_args, resolved=True, plugin_active=active, plugin_reason=reason), Stage.POST
-    )
+    resolved = snapshot(server_args, resolved=True, plugin_active=active, plugin_reason=reason)
+    return findings + evaluate(resolved, Stage.POST)
 
 
 RANK = {"ok": 0, Severity.NOT_CHECKED.value: 1, Severity.WARNING.value: 2, Severity.ERROR.value: 3}
@@ -254,9 +296,27 @@ def verdicts(findings: list[Finding]) -> dict[str, str]:
     return result
 
 
-def render_table(findings: list[Finding]) -> str:
+def _machine(check: Check) -> list[str]:
+    lines = [
+        f"SGLang's resolution answered as on an {check.resolved_as} (--gpu names the serving machine's GPU)"
+        if check.resolved_as
+        else "SGLang's resolution ran on this machine's GPU"
+    ]
+    for step in check.not_checked_here:
+        lines += textwrap.wrap(f"not checked here: {step}", 110, subsequent_indent="  ")
+    return lines
+
+
+def render_table(check: Check | list[Finding]) -> str:
+    check = check if isinstance(check, Check) else Check(check)
+    findings = check.findings
     width = max(len(r) for r in RULES)
-    lines = [f"{'rule':<{width}}  {'verdict':<11}  message", f"{'-' * width}  {'-' * 11}  -------"]
+    lines = [
+        *_machine(check),
+        "",
+        f"{'rule':<{width}}  {'verdict':<11}  message",
+        f"{'-' * width}  {'-' * 11}  -------",
+    ]
     messages: dict[str, list[str]] = {}
     for f in findings:
         messages.setdefault(f.rule, []).append(f.message)
@@ -274,10 +334,14 @@ def render_table(findings: list[Finding]) -> str:
     return "\n".join(lines)
 
 
-def render_json(findings: list[Finding]) -> str:
+def render_json(check: Check | list[Finding]) -> str:
+    check = check if isinstance(check, Check) else Check(check)
+    findings = check.findings
     return json.dumps(
         {
             "ok": not any(f.severity is Severity.ERROR for f in findings),
+            "resolved_as": check.resolved_as,
+            "not_checked_here": list(check.not_checked_here),
             "findings": [
                 {"rule": f.rule, "severity": f.severity.value, "message": f.message} for f in findings
             ],

@@ -12,6 +12,7 @@ from sglang.srt.models import deepseek_v2 as _deepseek
 from sglang.srt.models import kimi_k25 as _kimi
 
 from sglang_eagle3_embed.core.errors import UnsupportedModeError
+from sglang_eagle3_embed.core.stock_sglang import reading_of
 from sglang_eagle3_embed.patch import deepseek_capture as capture
 
 __all__ = [
@@ -76,4 +77,5 @@ def plugin_class_for(stock_cls: type) -> type:
     try:
         return _PLUGIN_CLASSES[stock_cls]
     except KeyError:
-        raise UnsupportedModeError.not_deepseek(stock_cls.__name__) from None
+        name = stock_cls.__name__
+        raise UnsupportedModeError.not_deepseek(name, reading_of(name)) from None

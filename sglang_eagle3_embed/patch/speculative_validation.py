@@ -129,7 +129,12 @@ def target_weights(folder, config) -> dict:
 
 
 def snapshot(
-    server_args, *, resolved: bool, plugin_active: bool, plugin_reason: str = "", fetch: bool = False
+    server_args,
+    *,
+    resolved: bool,
+    plugin_active: bool,
+    plugin_reason: str = "",
+    fetch: bool = False,
 ) -> Deployment:
     """A :class:`Deployment` of ``server_args`` (``resolved``: after SGLang's resolution): both
     models found as SGLang finds them (a local folder, or a hub id's cached snapshot at

@@ -81,15 +81,25 @@ def test_ids_that_are_not_integers_are_what_stock_sglang_keeps_and_fails_on(tmp_
     assert result["stock_capture_indices"] is None
 
 
-@pytest.mark.parametrize("arch", ["LlamaForCausalLM", "Qwen2ForCausalLM"])
-def test_ids_on_an_add_one_target_say_the_plugin_refuses_and_stock_serves(tmp_path, capsys, arch):
+@pytest.mark.parametrize("arch", ["LlamaForCausalLM", "Qwen2ForCausalLM", "Glm4MoeForCausalLM"])
+def test_ids_on_a_valid_stock_pair_of_another_family_exit_0_and_say_what_stock_serves(tmp_path, capsys, arch):
+    """ids was given no --model-impl: it tells what stock SGLang serves and that the plugin is not
+    for this target, and asks nothing of a flag it was not given."""
     draft = write(tmp_path, "draft", {"eagle_config": {IDS_FIELD: [-1, 2, 4]}})
     target = write(tmp_path, "target", {"architectures": [arch], "num_hidden_layers": 7})
     code, out, _err = run(capsys, "ids", draft, "--target", target)
-    assert code == 1, out
-    assert f"target resolves to {arch}" in out and "drop --model-impl sglang_eagle3_embed" in out
-    assert f"stock SGLang ({arch}): serves [embedding output, output of layer 2, output of layer 4]" in out
-    assert "captures [" not in out  # no plugin capture claimed for a target it refuses
+    assert code == 0, out
+    assert f"--model-impl sglang_eagle3_embed: not for {arch}" in out and "drop" not in out
+    assert "stock SGLang          : serves [embedding output, output of layer 2, output of layer 4]" in out
+    assert "captures [" not in out  # no plugin capture claimed for a target it does not serve
+
+
+def test_ids_on_a_stock_pair_that_fails_exit_1(tmp_path, capsys):
+    draft = write(tmp_path, "draft", {"eagle_config": {IDS_FIELD: [-1, 2, 4]}})
+    target = write(tmp_path, "target", {"architectures": ["Glm4MoeLiteForCausalLM"], "num_hidden_layers": 7})
+    code, out, _err = run(capsys, "ids", draft, "--target", target, "--json")
+    result = json.loads(out)
+    assert code == 1 and not result["ok"] and "captured 2 of 3" in result["stock_sglang"]
 
 
 def test_ids_on_a_target_whose_reading_is_not_modelled_say_so(tmp_path, capsys):
@@ -97,7 +107,7 @@ def test_ids_on_a_target_whose_reading_is_not_modelled_say_so(tmp_path, capsys):
     target = write(tmp_path, "target", {"architectures": ["GptOssForCausalLM"], "num_hidden_layers": 7})
     code, out, _err = run(capsys, "ids", draft, "--target", target, "--json")
     result = json.loads(out)
-    assert code == 1 and result["rule"] == "target-not-deepseek"
+    assert code == 0 and result["plugin"].startswith("not for GptOssForCausalLM")
     assert result["stock_sglang"].startswith("not modelled: GptOssForCausalLM")
 
 

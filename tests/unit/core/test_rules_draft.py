@@ -8,8 +8,9 @@ import pytest
 
 from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.findings import Severity
+from sglang_eagle3_embed.core.ids import IDS_FIELD
 from sglang_eagle3_embed.core.rules import Stage, evaluate
-from tests.support.deployments import DRAFT, TARGET, deployment
+from tests.support.deployments import DRAFT, RAW, TARGET, deployment
 
 
 def by_rule(d: Deployment) -> dict:
@@ -118,3 +119,49 @@ def test_an_unreadable_target_config_is_a_target_config_error():
     (finding,) = found["target-config"]
     assert finding.severity is Severity.ERROR and why in finding.message and "Fix" in finding.message
     assert why in found["draft-ids-range"][0].message  # the rules that plan from it say why not
+
+
+def warnings(d: Deployment, rule_id: str) -> list[str]:
+    return [f.message for f in by_rule(d).get(rule_id, []) if f.severity is Severity.WARNING]
+
+
+def stock_on(arch: str, ids, layers: int = 92, where: str = "eagle_config") -> Deployment:
+    draft = {k: v for k, v in DRAFT.items() if k != "eagle_config"}
+    draft.update({"eagle_config": {IDS_FIELD: ids}} if where == "eagle_config" else {IDS_FIELD: ids})
+    raw = {k: v for k, v in RAW.items() if k != "model_impl"}
+    target = {**TARGET, "architectures": [arch], "num_hidden_layers": layers}
+    layers_held = {i: frozenset({"mlp"}) for i in range(layers)}
+    return deployment(target=target, draft=draft, raw=raw, target_layers=layers_held)
+
+
+def test_undeclared_ids_are_worded_for_the_model_that_serves_them():
+    """GLM-4.x MoE adds 1 to every id, GLM-4.7-Flash keeps the first-id heuristic: the warning
+    states the reading of the model that serves the launch."""
+    (add_one,) = warnings(stock_on("Glm4MoeForCausalLM", [2, 46, 89]), "draft-ids-undeclared")
+    assert "Glm4MoeForCausalLM (add-one: +1 to every id)" in add_one
+    assert "reads them as [output of layer 2, output of layer 46, output of layer 89]" in add_one
+    (first_id,) = warnings(stock_on("Glm4MoeLiteForCausalLM", [2, 23, 44], 47), "draft-ids-undeclared")
+    assert "first-id heuristic" in first_id
+    assert "reads them as [output of layer 1, output of layer 22, output of layer 43]" in first_id
+
+
+def test_a_trainers_default_where_it_writes_it_is_information_not_a_warning():
+    assert warnings(stock_on("Glm4MoeForCausalLM", [1, 45, 88]), "draft-ids-undeclared") == []
+    assert warnings(stock_on("Glm4MoeLiteForCausalLM", [1, 22, 43], 47), "draft-ids-undeclared") == []
+    assert (
+        warnings(deployment(draft={**DRAFT, "eagle_config": {IDS_FIELD: [1, 3, 4]}}), "draft-ids-undeclared")
+        == []
+    )
+    speculators = stock_on("Glm4MoeForCausalLM", [2, 46, 89], where="top")
+    assert warnings(speculators, "draft-ids-undeclared") == []
+
+
+def test_the_missing_ids_advice_never_breaks_a_working_stock_launch():
+    draft = {k: v for k, v in DRAFT.items() if k != "eagle_config"}
+    raw = {k: v for k, v in RAW.items() if k != "model_impl"}
+    target = {**TARGET, "architectures": ["Glm4MoeLiteForCausalLM"], "num_hidden_layers": 47}
+    held = {i: frozenset({"mlp"}) for i in range(47)}
+    (message,) = warnings(
+        deployment(target=target, draft=draft, raw=raw, target_layers=held), "draft-ids-missing"
+    )
+    assert "[1, 22, 43]" in message and "-1" not in message

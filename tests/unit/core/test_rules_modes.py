@@ -64,3 +64,18 @@ def test_a_refusal_with_a_message_is_reported_verbatim():
     assert messages(d, "sglang-resolution", Stage.RESOLUTION) == [
         "ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs"
     ]
+
+
+@pytest.mark.parametrize(
+    "arch, says",
+    [
+        ("LlamaForCausalLM", "adds 1 to every id, so -1 already means the embedding output there"),
+        ("Glm4MoeLiteForCausalLM", "first-id heuristic, without the plugin: write capture indices"),
+        ("GptOssForCausalLM", "reads the ids its own way"),
+    ],
+)
+def test_the_target_outside_the_family_is_told_how_its_own_model_reads_ids(arch, says):
+    (message,) = messages(
+        Deployment(raw=RAW, target={**TARGET, "architectures": [arch]}), "target-not-deepseek"
+    )
+    assert says in message and "drop --model-impl" in message
