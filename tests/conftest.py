@@ -46,3 +46,13 @@ def tiny_kimi_pair(tiny_pair):
     from sglang_eagle3_embed.doctor.kimi import build_kimi_pair
 
     return build_kimi_pair(tiny_pair.spec, tiny_pair.target.parent)
+
+
+@pytest.fixture(scope="session")
+def tiny_mla_pair(tiny_pair):
+    """The default CPU pair's target with an MLA draft on the same ids (``pair --draft-arch mla``)."""
+    from dataclasses import replace
+
+    from sglang_eagle3_embed.doctor.pair import build_pair
+
+    return build_pair(replace(tiny_pair.spec, draft_arch="mla"), tiny_pair.target.parent)

@@ -35,6 +35,13 @@ def add_parser(sub) -> None:
     pair.add_argument("--device", default="cpu", help="train on cpu (bit-reproducible) or cuda (faster)")
     pair.add_argument("--declare", action="store_true", help="write the convention into the draft config")
     pair.add_argument(
+        "--draft-arch",
+        choices=["llama", "mla"],
+        default="llama",
+        help="the draft's attention: llama (LlamaForCausalLMEagle3) or mla (Eagle3DeepseekV2ForCausalLM, "
+        "as Kimi-K2.5's MLA drafts)",
+    )
+    pair.add_argument(
         "--quantization",
         choices=["fp8", "int4"],
         help="also write the target as the official checkpoints ship it: fp8 block-wise (DeepSeek-V3, "
@@ -62,7 +69,9 @@ def run(args) -> int:
     sizes = {"num_layers": args.layers, "hidden": args.hidden, "vocab": args.vocab, "heads": args.heads}
     target = replace(default.target, **{k: v for k, v in sizes.items() if v is not None})
     ids = tuple(args.ids) if args.ids else default.ids
-    spec = pair.PairSpec(target=target, ids=ids, convention=args.convention, declare=args.declare)
+    spec = pair.PairSpec(
+        target=target, ids=ids, convention=args.convention, declare=args.declare, draft_arch=args.draft_arch
+    )
     spec.validate()  # before anything is trained or cached
     if args.hub_repo:
         check_repo(args.hub_repo, "--hub-repo")

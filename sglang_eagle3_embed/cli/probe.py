@@ -18,7 +18,7 @@ def add_parser(sub) -> None:
         "--target", required=True, help="target model folder, or a hub repo id (from the local cache)"
     )
     probe.add_argument(
-        "--draft", required=True, help="EAGLE-3 draft folder (LlamaForCausalLMEagle3), or a hub repo id"
+        "--draft", required=True, help="EAGLE-3 draft folder (Llama or MLA attention), or a hub repo id"
     )
     add_model_arguments(probe, overrides=False)
     probe.add_argument("--backend", default="hf", choices=["hf", "sglang-cpu", "engine"])

@@ -1,14 +1,21 @@
-"""The EAGLE-3 draft as the probe runs it: a trainable twin of SGLang's ``LlamaForCausalLMEagle3``
-(torch + transformers; no sglang), and :func:`load_draft`, which reads a draft folder into it.
+"""The EAGLE-3 draft as the probe runs it: a trainable twin of SGLang's EAGLE-3 drafts (torch +
+transformers; no sglang), and :func:`load_draft`, which reads a draft folder into it.
 
 SGLang only runs EAGLE-3 drafts; scoring a real draft offline, or training a tiny one
 (:mod:`sglang_eagle3_embed.doctor.tiny_draft`), needs a differentiable copy with the same parameter
-names, so that a checkpoint saved from it loads into SGLang 0.5.23 unchanged
-(``srt/models/llama_eagle3.py:325-380`` maps ``midlayer.*`` to ``layers.0``). The layer mirrors
-``srt/models/llama_eagle3.py:93-121,237-270``: ``fc`` maps the concatenated target hidden states
-to the draft width, the single layer attends over ``cat([input_layernorm(embeds),
-hidden_norm(fc(aux))])`` (a 2H-wide qkv) with the fc output as residual, then the MLP, and a final
-norm on ``mlp_out + residual``. Building blocks are transformers' Llama modules.
+names, so that a checkpoint saved from it loads into SGLang 0.5.23 unchanged. Both of SGLang's
+EAGLE-3 draft architectures have one layer of the same shape: ``fc`` maps the concatenated target
+hidden states to the draft width, the layer attends over ``cat([input_layernorm(embeds),
+hidden_norm(fc(aux))])`` (a 2H-wide input) with the fc output as residual, then the MLP, and a final
+norm on ``mlp_out + residual``, whose pre-norm sum feeds the next draft step. They differ in the
+attention:
+
+- ``LlamaForCausalLMEagle3`` (``srt/models/llama_eagle3.py:93-121,237-270``; ``midlayer.*`` loads as
+  ``layers.0``, 325-380): Llama attention with a 2H-wide qkv; transformers' Llama modules;
+- ``Eagle3DeepseekV2ForCausalLM``, the MLA drafts of Kimi-K2.5/K2.6 (``srt/models/kimi_k25_eagle3.py:
+  61-196, 258-314``; ``layers.0.*`` loads as ``midlayer``, 428-500): DeepSeek-V2 multi-latent attention
+  whose ``q_a_proj`` and ``kv_a_proj_with_mqa`` read the 2H-wide input, and a dense MLP;
+  transformers' DeepSeek-V3 modules (interleaved rope, as SGLang's non-neox rope).
 """
 
 from __future__ import annotations
@@ -22,7 +29,12 @@ from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.core.model_folder import read_config
 from sglang_eagle3_embed.doctor.weights import read_safetensors
 
-__all__ = ["Eagle3Draft", "load_draft"]
+__all__ = ["DRAFT_ARCHS", "LLAMA_DRAFT", "MLA_DRAFT", "Eagle3Draft", "load_draft"]
+
+LLAMA_DRAFT = "LlamaForCausalLMEagle3"
+MLA_DRAFT = "Eagle3DeepseekV2ForCausalLM"
+DRAFT_ARCHS = (LLAMA_DRAFT, MLA_DRAFT)
+"""SGLang 0.5.23's EAGLE-3 draft architectures, which the probe measures."""
 
 
 class _MidLayer(nn.Module):
@@ -41,25 +53,71 @@ class _MidLayer(nn.Module):
         self.post_attention_layernorm = LlamaRMSNorm(hidden, eps=config.rms_norm_eps)
 
 
-class Eagle3Draft(nn.Module):
-    """``forward(embeds [B,T,H], aux [B,T,K*Ht]) -> logits [B,T,V]`` with causal attention."""
-
-    def __init__(self, config_dict: dict):
-        from transformers import LlamaConfig
-        from transformers.models.llama.modeling_llama import LlamaRMSNorm, LlamaRotaryEmbedding
+class _MLAMidLayer(nn.Module):
+    def __init__(self, config):
+        from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
+            DeepseekV3Attention,
+            DeepseekV3MLP,
+            DeepseekV3RMSNorm,
+        )
 
         super().__init__()
+        hidden, eps = config.hidden_size, config.rms_norm_eps
+        config._attn_implementation = "sdpa"
+        self.self_attn = attn = DeepseekV3Attention(config, layer_idx=0)
+        # the 2H-wide input reaches MLA's down-projections (kimi_k25_eagle3.py:113-123)
+        attn.q_a_proj = nn.Linear(2 * hidden, config.q_lora_rank, bias=False)
+        attn.kv_a_proj_with_mqa = nn.Linear(
+            2 * hidden, config.kv_lora_rank + config.qk_rope_head_dim, bias=False
+        )
+        attn.q_a_layernorm.variance_epsilon = attn.kv_a_layernorm.variance_epsilon = eps
+        self.mlp = DeepseekV3MLP(config)
+        self.input_layernorm = DeepseekV3RMSNorm(hidden, eps=eps)
+        self.hidden_norm = DeepseekV3RMSNorm(hidden, eps=eps)
+        self.post_attention_layernorm = DeepseekV3RMSNorm(hidden, eps=eps)
+
+
+def _architecture(config_dict: dict) -> str:
+    archs = config_dict.get("architectures") or [LLAMA_DRAFT]
+    return MLA_DRAFT if MLA_DRAFT in archs else LLAMA_DRAFT
+
+
+class Eagle3Draft(nn.Module):
+    """``forward(embeds [B,T,H], aux [B,T,K*Ht]) -> logits [B,T,V]`` with causal attention; the
+    architecture (Llama or MLA attention) is the config's."""
+
+    def __init__(self, config_dict: dict):
+        super().__init__()
         fields = {k: v for k, v in config_dict.items() if k != "eagle_config"}
-        self.config = LlamaConfig(**fields)
-        self.config.head_dim = self.config.hidden_size // self.config.num_attention_heads
+        self.architecture = _architecture(config_dict)
+        if self.architecture == MLA_DRAFT:
+            from transformers import DeepseekV3Config
+            from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
+                DeepseekV3RMSNorm as Norm,
+            )
+            from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
+                DeepseekV3RotaryEmbedding as Rotary,
+            )
+
+            fields["model_type"] = "deepseek_v3"
+            self.config = DeepseekV3Config(**fields)
+            layer = _MLAMidLayer
+        else:
+            from transformers import LlamaConfig
+            from transformers.models.llama.modeling_llama import LlamaRMSNorm as Norm
+            from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding as Rotary
+
+            self.config = LlamaConfig(**fields)
+            self.config.head_dim = self.config.hidden_size // self.config.num_attention_heads
+            layer = _MidLayer
         ids = config_dict["eagle_config"]["eagle_aux_hidden_state_layer_ids"]
         hidden = self.config.hidden_size
         self.target_hidden = config_dict["target_hidden_size"]
         self.fc = nn.Linear(len(ids) * self.target_hidden, hidden, bias=False)
-        self.midlayer = _MidLayer(self.config)
-        self.norm = LlamaRMSNorm(hidden, eps=self.config.rms_norm_eps)
+        self.midlayer = layer(self.config)
+        self.norm = Norm(hidden, eps=self.config.rms_norm_eps)
         self.lm_head = nn.Linear(hidden, config_dict["draft_vocab_size"], bias=False)
-        self.rotary = LlamaRotaryEmbedding(self.config)
+        self.rotary = Rotary(self.config)
 
     def residual_in(self, aux: torch.Tensor) -> torch.Tensor:
         """``fc(aux)`` for target features; the draft's own hidden states pass as they are
@@ -97,13 +155,14 @@ def load_draft(folder: Path, device: str = "cpu"):
     index -> target token id, or None when the vocabularies are equal). The number of captures it
     reads comes from its fc weight, which is what it was trained on."""
     config = read_config(folder, folder_only=True)
-    if "LlamaForCausalLMEagle3" not in (config.get("architectures") or []):
-        raise InputError(
-            f"{folder}: probe reads LlamaForCausalLMEagle3 drafts, got {config.get('architectures')}"
-        )
+    archs = config.get("architectures") if isinstance(config.get("architectures"), list) else []
+    if not any(a in DRAFT_ARCHS for a in archs):
+        raise InputError(f"{folder}: probe reads {' and '.join(DRAFT_ARCHS)} drafts, got {archs}")
     config.setdefault("draft_vocab_size", config.get("vocab_size"))
-    config.setdefault("target_hidden_size", config.get("hidden_size"))
+    config["target_hidden_size"] = config.get("target_hidden_size") or config.get("hidden_size")
     fields = ("hidden_size", "vocab_size", "num_attention_heads", "draft_vocab_size", "target_hidden_size")
+    if MLA_DRAFT in archs:
+        fields += ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
     missing = [k for k in fields if type(config.get(k)) is not int or config[k] < 1]
     if missing:
         raise InputError(f"{folder}/config.json has no positive integer {', '.join(missing)}")
@@ -126,7 +185,7 @@ def load_draft(folder: Path, device: str = "cpu"):
         draft = Eagle3Draft(config)
     except Exception as exc:  # transformers validates the fields its own way (strict dataclasses)
         raise InputError(
-            f"--draft {folder}: its config.json cannot build the draft's Llama layer "
+            f"--draft {folder}: its config.json cannot build the draft's layer "
             f"({type(exc).__name__}: {str(exc)[:200]}); use the draft's original config.json"
         ) from None
     try:

@@ -80,18 +80,26 @@ class PairSpec:
     draft_batch: int = 16
     ttt_steps: int = 3
     seed: int = 0
+    draft_arch: str = "llama"
+    """``llama`` (``LlamaForCausalLMEagle3``) or ``mla`` (``Eagle3DeepseekV2ForCausalLM``)."""
 
     @property
     def key(self) -> str:
-        blob = json.dumps({**asdict(self), "target": self.target.key}, sort_keys=True).encode()
+        fields = {**asdict(self), "target": self.target.key}
+        if self.draft_arch == "llama":  # the keys of the Llama drafts built before MLA ones existed
+            del fields["draft_arch"]
+        blob = json.dumps(fields, sort_keys=True).encode()
         ids = "_".join(str(i) for i in self.ids)
-        return f"draft-{ids}-{hashlib.sha1(blob).hexdigest()[:10]}"
+        arch = "" if self.draft_arch == "llama" else f"{self.draft_arch}-"
+        return f"draft-{arch}{ids}-{hashlib.sha1(blob).hexdigest()[:10]}"
 
     def validate(self) -> None:
         """Raise :class:`InputError` for a spec that cannot be built, or whose draft config would
         describe tensors the draft was not trained on: the target's sizes, then the draft's config
         (with its convention declared) through the plugin's own capture plan."""
         self.target.validate()
+        if self.draft_arch not in ("llama", "mla"):
+            raise InputError(f"--draft-arch {self.draft_arch}: use llama or mla")
         if self.convention not in {c.value for c in (Convention.LAYER_OUTPUT, Convention.HIDDEN_STATES)}:
             raise InputError(f"--convention {self.convention}: use layer_output or hidden_states")
         from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict
@@ -124,15 +132,18 @@ class Pair:
 
 
 def _draft_config(spec: PairSpec, hf_config) -> dict:
-    from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict
+    from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict, mla_draft_config_dict
 
-    config = draft_config_dict(
-        hf_config.hidden_size,
-        hf_config.vocab_size,
-        hf_config.num_attention_heads,
-        list(spec.ids),
-        hf_config.hidden_size,
-    )
+    if spec.draft_arch == "mla":
+        config = mla_draft_config_dict(hf_config, list(spec.ids))
+    else:
+        config = draft_config_dict(
+            hf_config.hidden_size,
+            hf_config.vocab_size,
+            hf_config.num_attention_heads,
+            list(spec.ids),
+            hf_config.hidden_size,
+        )
     if spec.declare:
         config["eagle_config"][CONVENTION_FIELD] = spec.convention
     return config
@@ -212,6 +223,7 @@ def _train_draft(spec: PairSpec, target_dir: Path, device: str, tmp: Path) -> No
         ttt_steps=spec.ttt_steps,
         seed=spec.seed,
         device=device,
+        mla=spec.draft_arch == "mla",
     )
     save_file(draft.checkpoint(), str(tmp / "model.safetensors"))
     (tmp / "config.json").write_text(json.dumps(_draft_config(spec, target.config), indent=2))

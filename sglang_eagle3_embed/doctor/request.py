@@ -38,14 +38,13 @@ from sglang_eagle3_embed.core.model_folder import (
     text_config,
 )
 from sglang_eagle3_embed.core.rules_weights import fc_width_mismatch
+from sglang_eagle3_embed.doctor.eagle3_draft import DRAFT_ARCHS
 from sglang_eagle3_embed.doctor.wirings import candidate_wirings
 
 __all__ = [
     "ProbeRequest", "check_capture", "check_device", "check_draft_weights", "check_layers", "check_output",
     "check_roles", "check_widths", "load_prompts", "parse_engine_args",
 ]  # fmt: skip
-
-DRAFT_ARCH = "LlamaForCausalLMEagle3"
 
 
 @dataclass(frozen=True)
@@ -258,13 +257,15 @@ def check_draft_weights(draft: ModelFolder, names=None) -> None:
 
 def check_roles(target: ModelFolder, draft: ModelFolder) -> None:
     """A DeepSeek-family target and an EAGLE-3 draft, in that order."""
-    if DRAFT_ARCH in target.architectures or any(a in FAMILY for a in draft.architectures):
+    if any(a in DRAFT_ARCHS for a in target.architectures) or any(a in FAMILY for a in draft.architectures):
         raise InputError(
             f"--target {target.path} is {target.architectures} and --draft {draft.path} is "
             f"{draft.architectures}: did you swap --target and --draft?"
         )
-    if DRAFT_ARCH not in draft.architectures:
-        raise InputError(f"--draft {draft.path}: probe reads {DRAFT_ARCH} drafts, not {draft.architectures}")
+    if not any(a in DRAFT_ARCHS for a in draft.architectures):
+        raise InputError(
+            f"--draft {draft.path}: probe reads EAGLE-3 drafts ({', '.join(DRAFT_ARCHS)}), not {draft.architectures}"
+        )
 
 
 def check_capture(target: ModelFolder, draft: ModelFolder) -> None:

@@ -10,7 +10,23 @@ from torch import nn
 
 from sglang_eagle3_embed.doctor.eagle3_draft import Eagle3Draft
 
-__all__ = ["agreement", "draft_config_dict", "train_draft"]
+__all__ = ["agreement", "draft_config_dict", "mla_draft_config_dict", "train_draft"]
+
+
+def mla_draft_config_dict(target_config, ids: list[int]) -> dict:
+    """An SGLang-loadable ``config.json`` for an MLA draft (``Eagle3DeepseekV2ForCausalLM``, as
+    Kimi-K2.5's published MLA drafts): the target's width and MLA ranks, a query rank of the
+    width (SGLang's MLA draft needs one), a dense MLP."""
+    hidden = target_config.hidden_size
+    config = draft_config_dict(
+        hidden, target_config.vocab_size, target_config.num_attention_heads, ids, hidden
+    )
+    config.update(
+        architectures=["Eagle3DeepseekV2ForCausalLM"], model_type="deepseek_v3", q_lora_rank=hidden,
+        kv_lora_rank=target_config.kv_lora_rank, qk_nope_head_dim=target_config.qk_nope_head_dim,
+        qk_rope_head_dim=target_config.qk_rope_head_dim, v_head_dim=target_config.v_head_dim,
+    )  # fmt: skip
+    return config
 
 
 def draft_config_dict(hidden: int, vocab: int, heads: int, ids: list[int], target_hidden: int) -> dict:
@@ -84,10 +100,12 @@ def train_draft(
     lr: float = 3e-3,
     seed: int = 0,
     device: str = "cpu",
+    mla: bool = False,
 ):
     """Distil an EAGLE-3 draft for ``target`` on ``cat`` of the tensors named by ``ids`` (read in
     ``convention``, layer outputs by default), unrolled over ``ttt_steps`` chained steps as EAGLE-3
-    trains ("training-time test"), so that later chain steps are useful too."""
+    trains ("training-time test"), so that later chain steps are useful too. ``mla``: an MLA draft
+    (:func:`mla_draft_config_dict`) instead of a Llama one."""
     from sglang_eagle3_embed.core.ids import Convention, id_to_capture_index
     from sglang_eagle3_embed.doctor.chain import draft_chain
 
@@ -95,7 +113,9 @@ def train_draft(
     indices = [id_to_capture_index(i, convention or Convention.LAYER_OUTPUT) for i in ids]
     torch.manual_seed(seed)
     draft = Eagle3Draft(
-        draft_config_dict(
+        mla_draft_config_dict(config, ids)
+        if mla
+        else draft_config_dict(
             config.hidden_size, config.vocab_size, config.num_attention_heads, ids, config.hidden_size
         )
     )

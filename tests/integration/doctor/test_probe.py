@@ -166,3 +166,35 @@ def test_cli_probe_names_the_wiring_and_exit_code(tiny_pair, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["trained_for"] == list(TRAINED)  # found among the candidates: ascending packing
     assert any("NOT what the draft was trained for" in line for line in out["verdict"])
+
+
+@pytest.mark.releases
+def test_probe_measures_an_mla_draft_on_both_cpu_backends(tiny_mla_pair, sglang_cpu):
+    """An MLA draft (``Eagle3DeepseekV2ForCausalLM``) trained on ``[-1, 2, 4]``: the probe loads it,
+    finds the plugin's reading of its config among the best wirings, and the CPU backends agree."""
+    from sglang_eagle3_embed.core.model_folder import ModelFolder
+    from tests.support import in_process
+
+    draft = ModelFolder.read(tiny_mla_pair.draft)
+    assert draft.architectures == ["Eagle3DeepseekV2ForCausalLM"]
+    assert {"midlayer.self_attn.q_a_proj.weight", "midlayer.self_attn.kv_a_proj_with_mqa.weight"} <= set(
+        draft.check_weights()
+    )  # an MLA checkpoint, as SGLang's loader reads it
+    reports = {}
+    for backend in ("hf", "sglang-cpu"):
+        code, out, err = in_process(
+            "probe", "--target", tiny_mla_pair.target, "--draft", tiny_mla_pair.draft, "--backend", backend,
+            "--num-prompts", 64, "--json", "--no-progress",
+        )  # fmt: skip
+        assert code == 0, err[-2000:]
+        reports[backend] = json.loads(out)
+    hf = reports["hf"]
+    plugin = next(w for w in hf["wirings"] if "plugin" in w["names"])
+    assert hf["plugin_ok"] and plugin["capture_indices"] == [0, 3, 5] and plugin["accept_length"] > 2.0, hf
+    scored = {
+        backend: {
+            tuple(w["capture_indices"]): w["accept_length"] for w in r["wirings"] if "accept_length" in w
+        }
+        for backend, r in reports.items()
+    }
+    assert scored["hf"] == pytest.approx(scored["sglang-cpu"], abs=0.02)

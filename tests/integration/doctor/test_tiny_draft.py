@@ -90,3 +90,37 @@ def test_draft_learns_the_target(tiny_pair):
     # the pair is trained on the CPU, whose float rounding (vector unit, torch build) moves the
     # trained draft's agreement by a few points: the test asks for what holds on any of them
     assert trained >= 0.7 and trained >= defaults + 0.2, (trained, defaults)
+
+
+def test_mla_twin_equals_sglangs_mla_draft_forward(sglang_cpu, tiny_pair):
+    """The twin of ``Eagle3DeepseekV2ForCausalLM`` (Kimi-K2.5's MLA drafts) equals SGLang's own class
+    on the CPU: its checkpoint loads through SGLang's loader (``layers.0``/``midlayer`` names, the
+    fused MLA down-projection) and the normed hidden states of a prefill agree."""
+    from transformers import AutoConfig, DeepseekV3Config
+
+    from sglang_eagle3_embed.doctor.sglang_cpu import CpuRuntime
+    from sglang_eagle3_embed.doctor.tiny_draft import mla_draft_config_dict
+
+    cfg = mla_draft_config_dict(AutoConfig.from_pretrained(tiny_pair.target), [-1, 2, 4])
+    torch.manual_seed(0)
+    twin = Eagle3Draft(cfg).eval()
+    with torch.no_grad():
+        for name, p in twin.named_parameters():
+            p.normal_(1.0, 0.05) if "norm" in name else p.normal_(0.0, 0.1)
+    from sglang.srt.models.kimi_k25_eagle3 import Eagle3DeepseekV2ForCausalLM
+
+    config = DeepseekV3Config(**{k: v for k, v in cfg.items() if k != "eagle_config"})
+    config.eagle_config = cfg["eagle_config"]
+    model = sglang_cpu.build(Eagle3DeepseekV2ForCausalLM, config)
+    model.load_weights(list(twin.checkpoint().items()))
+    embedding = torch.randn(cfg["vocab_size"], cfg["hidden_size"]) * 0.1
+    with torch.no_grad():
+        model.model.embed_tokens.weight.copy_(embedding)
+    ids, aux = torch.randint(cfg["vocab_size"], (9,)), torch.randn(9, 3 * cfg["hidden_size"])
+    batch = CpuRuntime(config).extend([1], [ids.tolist()])
+    batch.spec_info = SimpleNamespace(hidden_states=aux)
+    with torch.no_grad():
+        sglang_hidden, _ = model.model(batch.input_ids, batch.positions, batch)
+        twin_hidden = twin.hidden(embedding[ids][None], aux[None])[0]
+    assert torch.allclose(sglang_hidden, twin_hidden, atol=1e-5), (sglang_hidden - twin_hidden).abs().max()
+    assert torch.equal(model.lm_head.weight, twin.lm_head.weight)

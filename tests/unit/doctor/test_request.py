@@ -63,7 +63,7 @@ def test_roles_catch_a_swap_and_a_draft_of_another_kind(tmp_path):
     with pytest.raises(InputError, match="did you swap --target and --draft"):
         check_roles(draft, target)
     other = folder(tmp_path, "o", {"architectures": ["LlamaForCausalLM"]})
-    with pytest.raises(InputError, match="probe reads LlamaForCausalLMEagle3 drafts"):
+    with pytest.raises(InputError, match="probe reads EAGLE-3 drafts"):
         check_roles(target, other)
 
 

@@ -5,6 +5,7 @@ cost an engine start."""
 
 import inspect
 import itertools
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -15,6 +16,7 @@ from tests.gpu import test_acceptance as acceptance
 from tests.gpu import test_kimi as kimi
 from tests.gpu import test_load_faults as load_faults
 from tests.gpu import test_lossless as lossless
+from tests.gpu import test_mla_draft as mla
 from tests.gpu import test_multi_gpu as multi_gpu
 from tests.gpu import test_quantized as quantized
 
@@ -260,3 +262,12 @@ def test_the_load_servers_and_sglangs_client_take_the_arguments_given(monkeypatc
         client.cli_main()
         assert seen["dataset_name"] == "random-ids" and seen["max_concurrency"] == 64
         assert seen["num_prompts"] == 128 and seen["disable_stream"] is (not stream)
+
+
+def test_the_mla_servers_compare_like_with_like():
+    pair = SimpleNamespace(target="TARGET", draft="DRAFT")
+    jobs = mla.jobs_for(pair, "HAND", [[1, 2]])
+    assert_sglang_arguments({name: job["server"] for name, job in jobs.items()})
+    plugin, stock = jobs["mla-plugin"]["server"], jobs["mla-stock-hand-written"]["server"]
+    assert differing(plugin, stock) == {"model_impl", "speculative_draft_model_path"}
+    assert plugin["enable_deterministic_inference"] and jobs["mla-plugin"]["modes"] == ["all", "one-by-one"]
