@@ -28,11 +28,16 @@ PROBE_FLOOR = 0.9
 
 
 @pytest.fixture(scope="module")
-def mla_pair(gpu_pair):
+def mla_pair():
+    """The GPU pair's target (cached, or trained on the GPU) with an MLA draft on its ids."""
     import os
+    import time
 
+    start = time.time()
     device = os.environ.get("EAGLE3_EMBED_PAIR_DEVICE", "cuda")
-    return build_pair(replace(GPU_PAIR, draft_arch="mla"), gpu_pair.target.parent, device)
+    pair = build_pair(replace(GPU_PAIR, draft_arch="mla"), device=device)
+    print(f"MLA pair ready in {time.time() - start:.0f} s")
+    return pair
 
 
 def jobs_for(pair, hand_written, prompts) -> dict[str, dict]:
