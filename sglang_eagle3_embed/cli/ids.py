@@ -8,7 +8,7 @@ import json
 from sglang_eagle3_embed import FAMILY, MODEL_IMPL
 from sglang_eagle3_embed.cli._args import add_model_arguments, json_overrides
 from sglang_eagle3_embed.cli._exit import EXIT_FINDINGS, EXIT_OK
-from sglang_eagle3_embed.core.conventions import default_of
+from sglang_eagle3_embed.core.conventions import default_of, missing_advice, undeclared_advice
 from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
 from sglang_eagle3_embed.core.hub import locate
@@ -53,9 +53,8 @@ def run(args) -> int:
         layers = layer_count(target, file, "target config", "pass --num-layers N instead")
         archs = target.get("architectures") if isinstance(target, dict) else None
         if archs is not None:  # absent: read as the DeepSeek family, as with --num-layers
-            arch = (
-                archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else repr(archs)
-            )
+            named = isinstance(archs, list) and archs and isinstance(archs[0], str)
+            arch = archs[0] if named else repr(archs)
     stock = stock_reading(draft, layers, arch)
     stock_fields = {
         "stock_sglang": stock.outcome,
@@ -63,7 +62,7 @@ def run(args) -> int:
         "stock_capture_indices": None if stock.indices is None else list(stock.indices),
     }
     if arch is not None and arch not in FAMILY:
-        return _stock_only(args, arch, layers, stock, stock_fields)
+        return _stock_only(args, arch, layers, draft, stock, stock_fields, malformed=not named)
     try:
         plan = resolve_capture_plan(draft, layers)
     except DraftConfigError as exc:
@@ -103,22 +102,47 @@ def run(args) -> int:
     return EXIT_OK if result["ok"] else EXIT_FINDINGS
 
 
-def _stock_only(args, arch: str, layers: int, stock, stock_fields: dict) -> int:
+def _stock_only(args, arch: str, layers: int, draft, stock, stock_fields: dict, malformed: bool) -> int:
     """A target outside the DeepSeek family: the plugin does not serve it, so stock SGLang's own
-    reading is the answer; exit 0 when that serves the draft (or is not modelled), 1 when it
-    fails."""
+    reading is the answer. Exit 1 when that fails, when the target's ``architectures`` is not a
+    list of class names, or when the draft config is malformed whatever reads it; else 0, with the
+    warnings worded for that reading."""
     plugin = f"not for {arch}: the plugin serves the DeepSeek family ({', '.join(FAMILY)})"
-    result = {
-        "ok": stock.reading == "not modelled" or stock.serves,
-        "target_architecture": arch,
-        "plugin": plugin,
-        **stock_fields,
-    }
+    error, warnings = None, []
+    if malformed:
+        error = f"the target's config.json has architectures = {arch}; expected a list of model class names"
+    else:
+        try:
+            plan = resolve_capture_plan(draft, layers)
+        except DraftConfigError as exc:
+            if exc.rule in MALFORMED:
+                error = str(exc)
+        else:
+            if stock.indices is not None and plan.warnings:
+                warnings = [_stock_warning(w.rule, plan.ids, layers, arch, stock) for w in plan.warnings]
+    ok = error is None and (stock.reading == "not modelled" or stock.serves)
+    result = {"ok": ok, "target_architecture": arch, "plugin": plugin, "warnings": warnings, **stock_fields}
+    if error:
+        result["error"] = error
     if args.json:
         print(json.dumps(result, indent=2))
-    else:
-        print(f"target layers         : {layers}")
-        print(f"target architecture   : {arch}")
-        print(f"--model-impl {MODEL_IMPL}: {plugin}")
-        print(f"stock SGLang          : {stock.outcome}")
-    return EXIT_OK if result["ok"] else EXIT_FINDINGS
+        return EXIT_OK if ok else EXIT_FINDINGS
+    print(f"target layers         : {layers}")
+    print(f"target architecture   : {arch}")
+    print(f"--model-impl {MODEL_IMPL}: {plugin}")
+    print(f"stock SGLang          : {stock.outcome}")
+    if error:
+        print(f"error: {error}")
+    for warning in warnings:
+        print(f"warning: {warning}")
+    return EXIT_OK if ok else EXIT_FINDINGS
+
+
+MALFORMED = ("draft-config-shape", "draft-ids-invalid", "draft-ids-conflict")
+"""The capture plan's refusals that hold whatever model reads the config."""
+
+
+def _stock_warning(rule: str, ids, layers: int, arch: str, stock) -> str:
+    if rule == "draft-ids-missing":
+        return missing_advice(layers, stock.indices)
+    return undeclared_advice(ids, layers, f"stock SGLang's {arch} ({stock.reading})", stock.indices)

@@ -83,12 +83,18 @@ class PairSpec:
     draft_arch: str = "llama"
     """``llama`` (``LlamaForCausalLMEagle3``) or ``mla`` (``Eagle3DeepseekV2ForCausalLM``)."""
 
+    def fields(self) -> dict:
+        """The spec as a dict: what names the draft (its key) and its folder's spec file. A Llama
+        draft's leave ``draft_arch`` out, so that they stay those of the drafts built before MLA
+        ones existed (the shipped demo pair among them)."""
+        fields = asdict(self)
+        if self.draft_arch == "llama":
+            del fields["draft_arch"]
+        return fields
+
     @property
     def key(self) -> str:
-        fields = {**asdict(self), "target": self.target.key}
-        if self.draft_arch == "llama":  # the keys of the Llama drafts built before MLA ones existed
-            del fields["draft_arch"]
-        blob = json.dumps(fields, sort_keys=True).encode()
+        blob = json.dumps({**self.fields(), "target": self.target.key}, sort_keys=True).encode()
         ids = "_".join(str(i) for i in self.ids)
         arch = "" if self.draft_arch == "llama" else f"{self.draft_arch}-"
         return f"draft-{arch}{ids}-{hashlib.sha1(blob).hexdigest()[:10]}"
@@ -227,7 +233,7 @@ def _train_draft(spec: PairSpec, target_dir: Path, device: str, tmp: Path) -> No
     )
     save_file(draft.checkpoint(), str(tmp / "model.safetensors"))
     (tmp / "config.json").write_text(json.dumps(_draft_config(spec, target.config), indent=2))
-    (tmp / DRAFT_SPEC_FILE).write_text(json.dumps(asdict(spec), indent=2))
+    (tmp / DRAFT_SPEC_FILE).write_text(json.dumps(spec.fields(), indent=2))
 
 
 def write_config_variant(

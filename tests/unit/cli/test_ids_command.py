@@ -116,3 +116,26 @@ def test_a_huge_ids_list_is_not_echoed_in_full(tmp_path, capsys):
     code, out, _err = run(capsys, "ids", draft, "--num-layers", "7")
     assert code == 1 and "(200000 entries)" in out
     assert len(out) < 2000
+
+
+@pytest.mark.parametrize(
+    "archs, ids, says",
+    [
+        (False, [-1, 2, 4], "architectures = False"),
+        (["Glm4MoeForCausalLM"], [], "eagle_aux_hidden_state_layer_ids"),
+        (["GptOssForCausalLM"], [2, 2, 4], "eagle_aux_hidden_state_layer_ids"),
+    ],
+)
+def test_ids_on_another_family_still_refuses_a_malformed_config(tmp_path, capsys, archs, ids, says):
+    draft = write(tmp_path, "draft", {"eagle_config": {IDS_FIELD: ids}})
+    target = write(tmp_path, "target", {"architectures": archs, "num_hidden_layers": 7})
+    code, out, _err = run(capsys, "ids", draft, "--target", target, "--json")
+    result = json.loads(out)
+    assert code == 1 and not result["ok"] and says in result["error"], result
+
+
+def test_ids_on_another_family_words_its_warnings_for_that_model(tmp_path, capsys):
+    draft = write(tmp_path, "draft", {"eagle_config": {IDS_FIELD: [2, 4, 5]}})
+    target = write(tmp_path, "target", {"architectures": ["Glm4MoeForCausalLM"], "num_hidden_layers": 7})
+    code, out, _err = run(capsys, "ids", draft, "--target", target)
+    assert code == 0 and "warning: " in out and "Glm4MoeForCausalLM (add-one)" in out, out
