@@ -5,14 +5,17 @@ target and its draft on ``[-1, 2, 4]``). Training it would take most of the demo
 ships as package data in ``sglang_eagle3_embed/doctor/data/demo_pair/``: one folder per cache key,
 exactly as :func:`~sglang_eagle3_embed.doctor.pair.build_pair` writes them (manifests, and the draft's
 record of the target build it was trained on, included), and ``built_with.json`` (torch version, CPU
-capability, torch threads). The demo uses it while its keys
+vendor and capability, torch threads). The demo uses it while its keys
 match ``PairSpec()`` and its manifests vouch for its files
 (:func:`~sglang_eagle3_embed.doctor.pair.shipped_pair`); otherwise it trains the pair into the cache.
 
 The pair is trained on the CPU on ``pair.TRAIN_THREADS`` (one) torch thread, whatever the machine
 has: ``build_pair`` sets it, because CPU training's float sums round differently with the thread
 count and a cache key does not name the thread count. At that thread count a build is
-bit-reproducible on one kind of CPU with one torch version (``built_with.json``); ``--check`` and
+bit-reproducible on one kind of CPU with one torch version (``built_with.json``). The vendor counts
+apart from the capability: torch's BLAS (MKL) picks its kernels by vendor, and an AMD CPU with
+AVX-512 trains other bytes than an Intel one; 400 training steps turn that rounding into other
+weights, so only a same-environment build is compared, byte for byte. ``--check`` and
 ``tests/integration/doctor/test_demo_pair.py`` build the pair afresh and compare every byte.
 
 Run it, and commit the folder, whenever the pair's spec, its training or a folder's format changes:
@@ -31,9 +34,20 @@ from pathlib import Path
 
 from sglang_eagle3_embed.doctor.pair import SHIPPED, TRAIN_THREADS, Pair, PairSpec, build_pair
 
-__all__ = ["BUILT_WITH", "build_environment", "differences", "export", "main"]
+__all__ = ["BUILT_WITH", "build_environment", "cpu_vendor", "differences", "export", "main"]
 
 BUILT_WITH = "built_with.json"
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor as Linux names it (``GenuineIntel``, ``AuthenticAMD``), else ``unknown``."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
 
 
 def build_environment() -> dict:
@@ -42,6 +56,7 @@ def build_environment() -> dict:
 
     return {
         "torch": torch.__version__,
+        "cpu_vendor": cpu_vendor(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "threads": TRAIN_THREADS,
     }
