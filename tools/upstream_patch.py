@@ -28,6 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 UPSTREAM = Path(__file__).resolve().parent.parent / "docs" / "upstream"
+# Upstream files the wheel does not ship (its tests), as SGLang's repository has them, laid out
+# by repository path with BASE_SUFFIX appended (kept out of this project's formatter): the base
+# that the patches extending them apply to.
+BASE = UPSTREAM / "base"
+BASE_SUFFIX = ".base"
 
 # The formatters SGLang's .pre-commit-config.yaml pins (black, isort, codespell), with its
 # settings: isort's profile and first-party package from .isort.cfg, codespell's ignore list.
@@ -53,6 +58,12 @@ class Step:
 
     @property
     def tests(self) -> list[str]:
+        """The upstream test files the PR adds or extends."""
+        return [p for p in added_files(self.text) + modified_files(self.text) if p.startswith("test/")]
+
+    @property
+    def added_tests(self) -> list[str]:
+        """The upstream test files the PR adds (the files it extends keep upstream's registration)."""
         return [p for p in added_files(self.text) if p.startswith("test/")]
 
 
@@ -112,9 +123,20 @@ def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
 
 
+def base_files(base: Path = BASE) -> list[str]:
+    """Repository paths of the upstream files in :data:`BASE`."""
+    found = [p for p in base.rglob(f"*{BASE_SUFFIX}") if p.is_file()]
+    return sorted(str(p.relative_to(base))[: -len(BASE_SUFFIX)] for p in found)
+
+
 def link_tree(root: Path) -> Path:
-    """``root/python/sglang``: the installed sglang package as symbolic links."""
+    """``root/python/sglang``: the installed sglang package as symbolic links, and copies of the
+    upstream files in :data:`BASE` (tests the patches extend) at their repository paths."""
     import sglang
+
+    for rel in base_files():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(BASE / (rel + BASE_SUFFIX), root / rel)
 
     source = Path(sglang.__file__).resolve().parent
     target = root / "python" / "sglang"
@@ -292,47 +314,58 @@ def step_trees(work: Path, steps: list[Step] | None = None) -> dict[int, Path]:
     return {k: patched_tree(work / f"step{k}", k, steps).parent for k in range(len(steps) + 1)}
 
 
+def _failures(root: Path, files: list[str]) -> dict:
+    """Run ``files`` in one pytest at ``root``: each file's count of failing tests (``files``) and
+    the end of pytest's output (``log``)."""
+    per_file = dict.fromkeys(files, 0)
+    if not files:
+        return {"files": per_file, "log": ""}
+    report = root / "report.xml"
+    run = run_tests(root, [*files, f"--junitxml={report}"])
+    for case in ET.parse(report).iter("testcase"):
+        name = case.get("classname") or case.get("name")  # a collection error has no class
+        rel = name.replace(".", "/") + ".py"
+        rel = rel if rel in per_file else name.rsplit(".", 1)[0].replace(".", "/") + ".py"
+        if case.find("failure") is not None or case.find("error") is not None:
+            per_file[rel] = per_file.get(rel, 0) + 1
+    return {"files": per_file, "log": run.stdout[-3000:]}
+
+
 def failures_per_file(trees: dict[int, Path], steps: list[Step] | None = None) -> dict[int, dict]:
-    """Per tree k: the test files of the steps up to k + 1, run together in one pytest (step
-    k + 1's files copied in from the tree that adds them), each with its count of failing tests
-    (``files``), and the end of pytest's output (``log``)."""
+    """Per tree k: ``with``, the test files of the steps up to k as tree k has them; ``next``,
+    step k + 1's test files as the tree after it has them (copied in, after ``with`` ran: a file
+    that several PRs extend is then step k + 1's version). Each: the failing tests per file and
+    the end of pytest's output."""
     steps = steps or series()
     found = {}
     for k, root in trees.items():
-        files = [t for s in steps[: k + 1] for t in s.tests]
+        ours = list(dict.fromkeys(t for s in steps[:k] for t in s.tests))
+        found[k] = {"with": _failures(root, ours), "next": {"files": {}, "log": ""}}
         if k < len(steps):
             copy_tests(root, steps[k], trees[k + 1])
-        report = root / "report.xml"
-        run = run_tests(root, [*files, f"--junitxml={report}"])
-        per_file = dict.fromkeys(files, 0)
-        for case in ET.parse(report).iter("testcase"):
-            name = case.get("classname") or case.get("name")  # a collection error has no class
-            rel = name.replace(".", "/") + ".py"
-            rel = rel if rel in per_file else name.rsplit(".", 1)[0].replace(".", "/") + ".py"
-            if case.find("failure") is not None or case.find("error") is not None:
-                per_file[rel] = per_file.get(rel, 0) + 1
-        found[k] = {"files": per_file, "log": run.stdout[-3000:]}
+            found[k]["next"] = _failures(root, steps[k].tests)
     return found
 
 
 def check_series(work: Path) -> list[str]:
     """Every step of the series in order: the patch applies; every test file of the steps so far
     passes; the step's own tests fail on the tree before it (each PR's tests need its change);
-    its test files register to a suite the installed sglang knows, use ``CustomTestCase``, and
-    its added lines pass the pinned formatters. Returns the problems found, one line each."""
+    the test files it adds register to a suite the installed sglang knows and use
+    ``CustomTestCase``; its added lines pass the pinned formatters. Returns the problems found,
+    one line each."""
     steps, problems = series(), []
     trees = step_trees(work, steps)
     outcomes = failures_per_file(trees, steps)
     for step in steps:
-        with_it, without = outcomes[step.number], outcomes[step.number - 1]
-        failing = [rel for s in steps[: step.number] for rel in s.tests if with_it["files"][rel]]
+        with_it, without = outcomes[step.number]["with"], outcomes[step.number - 1]["next"]
+        failing = [rel for rel, count in with_it["files"].items() if count]
         if failing:
             problems.append(f"{step.name}: {failing} fail with the series up to it:\n{with_it['log']}")
         passing = [rel for rel in step.tests if not without["files"][rel]]
         if passing:
             problems.append(f"{step.name}: {passing} pass without its change")
         after = trees[step.number]
-        for rel in step.tests:
+        for rel in step.added_tests:
             problems += registration_problems(after / rel) + custom_test_case_problems(after / rel)
         problems += format_problems(after, step)
     return problems

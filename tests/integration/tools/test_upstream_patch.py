@@ -1,8 +1,9 @@
 """The upstream PR series (docs/upstream/NNNN-*.patch, applied by tools/upstream_patch.py) against
 the installed SGLang 0.5.23: it applies in order; at every step the upstream tests of the steps so
-far pass and the next step's tests fail (each PR's tests need its change); every test file
-registers to a CI suite the installed release names; the added lines pass the formatters SGLang
-pins; and no capture that works on 0.5.23 is refused or changed after the series."""
+far pass and the next step's tests fail (each PR's tests need its change); every test file a PR
+adds registers to a CI suite the installed release names; the added lines pass the formatters
+SGLang pins; PRs 3 and 4 stand alone; and every id list 0.5.23 serves on a DeepSeek-family target,
+capture-only mode's included, captures the same tensors after the series."""
 
 import json
 import subprocess
@@ -30,22 +31,36 @@ def outcomes(trees):
     return upstream_patch.failures_per_file(trees, STEPS)
 
 
-def test_series_is_numbered_and_patches_never_edit_an_earlier_test():
+def test_series_is_numbered_and_extends_only_upstream_test_files():
+    """A PR adds test files or extends upstream's (docs/upstream/base/), never one an earlier PR
+    added."""
     assert [s.number for s in STEPS] == list(range(1, LAST + 1)) and LAST >= 2
+    added: set[str] = set()
     for step in STEPS:
         assert step.tests, f"{step.name}: no upstream test"
-        assert not [p for p in upstream_patch.modified_files(step.text) if p.startswith("test/")]
+        extended = [p for p in upstream_patch.modified_files(step.text) if p.startswith("test/")]
+        assert set(extended) <= set(upstream_patch.base_files()), (step.name, extended)
+        assert not added & set(extended), (step.name, extended)
+        added |= set(step.added_tests)
 
 
 @pytest.mark.parametrize("step", STEPS, ids=lambda s: s.name)
 def test_step_tests_pass_with_the_series_up_to_it_and_fail_without_it(step, outcomes):
-    with_it = outcomes[step.number]
-    for earlier in STEPS[: step.number]:
-        for rel in earlier.tests:
-            assert with_it["files"][rel] == 0, f"{rel} fails after {step.name}:\n{with_it['log']}"
-    without = outcomes[step.number - 1]
+    with_it = outcomes[step.number]["with"]
+    for rel, failures in with_it["files"].items():
+        assert failures == 0, f"{rel} fails after {step.name}:\n{with_it['log']}"
+    without = outcomes[step.number - 1]["next"]
     for rel in step.tests:
         assert without["files"][rel] > 0, f"{rel} passes without {step.name}:\n{without['log']}"
+
+
+@pytest.mark.parametrize("number", [3, 4])
+def test_argument_resolution_prs_stand_alone(number, tmp_path):
+    """PRs 3 and 4 apply to 0.5.23 without the PRs before them, and their tests pass there."""
+    step = STEPS[number - 1]
+    root = upstream_patch.patched_tree(tmp_path, steps=[step]).parent
+    outcome = upstream_patch._failures(root, step.tests)
+    assert not any(outcome["files"].values()), outcome["log"]
 
 
 def test_suites_are_read_from_the_installed_release():
@@ -56,7 +71,7 @@ def test_suites_are_read_from_the_installed_release():
 
 @pytest.mark.parametrize("step", STEPS, ids=lambda s: s.name)
 def test_step_tests_register_to_a_known_suite_with_custom_test_case(step, trees):
-    for rel in step.tests:
+    for rel in step.added_tests:
         path = trees[LAST] / rel
         assert upstream_patch.registration_problems(path) == []
         assert upstream_patch.custom_test_case_problems(path) == []
@@ -105,7 +120,10 @@ CAPTURES = textwrap.dedent(
     """\
     import itertools, json, sys
     from types import SimpleNamespace
-    from sglang.srt.models import deepseek_v2, gemma3_causal, gemma4_causal, glm4_moe_lite
+    from sglang.srt.model_executor.model_runner_components import spec_aux_hidden_state
+    from sglang.srt.models import (
+        deepseek_v2, gemma3_causal, gemma4_causal, glm4_moe, glm4_moe_lite, mistral_large_3,
+    )
     last = SimpleNamespace(is_last_rank=True)
     def capture(cls, ids, layers):
         fake = SimpleNamespace(
@@ -117,16 +135,29 @@ CAPTURES = textwrap.dedent(
         except Exception as err:
             return type(err).__name__
         return fake.model.layers_to_capture
+    def early(cls, ids, layers):
+        check = getattr(spec_aux_hidden_state, "_check_eagle3_layer_ids", None)
+        if check is None:
+            return None
+        hf = SimpleNamespace(architectures=[cls.__name__], num_hidden_layers=layers)
+        try:
+            check(ids, SimpleNamespace(hf_config=hf, hf_text_config=hf), "ids")
+        except ValueError:
+            return "ValueError"
+        return "ok"
     for module in (gemma3_causal, gemma4_causal):  # their setters read the PP rank this way
         module.get_parallel = lambda: SimpleNamespace(pp_group=last)
     out = {}
     lists = [None, [1, 16, 33], [-1, 2, 4], [-1, 4, 10]]
     lists += [list(c) for n in (1, 2, 3) for c in itertools.product(range(-2, 9), repeat=n)]
     for cls in (deepseek_v2.DeepseekV2ForCausalLM, deepseek_v2.DeepseekV3ForCausalLM,
-                deepseek_v2.DeepseekV32ForCausalLM, glm4_moe_lite.Glm4MoeLiteForCausalLM):
-        out[cls.__name__] = [[ids, capture(cls, ids, 8)] for ids in lists]
+                deepseek_v2.DeepseekV32ForCausalLM, glm4_moe.GlmMoeDsaForCausalLM,
+                mistral_large_3.MistralLarge3ForCausalLM, glm4_moe_lite.Glm4MoeLiteForCausalLM):
+        out[cls.__name__] = [[ids, capture(cls, ids, 8), early(cls, ids, 8)] for ids in lists]
     for cls in (gemma3_causal.Gemma3ForCausalLM, gemma4_causal.Gemma4ForCausalLM):
-        out[cls.__name__] = [[ids, capture(cls, ids, 34)] for ids in ([1, 16, 33], [-1, 16, 32], None)]
+        out[cls.__name__] = [
+            [ids, capture(cls, ids, 34), None] for ids in ([1, 16, 33], [-1, 16, 32], None)
+        ]
     json.dump(out, sys.stdout)
     """
 )
@@ -141,29 +172,49 @@ def _captures(root: Path) -> dict:
     return json.loads(run.stdout)
 
 
-def _works_on_0_5_23(indices, num_layers: int) -> bool:
-    """What a 0.5.23 DeepSeek loop serves as the draft asked: every id captured once, in order."""
-    return (
-        isinstance(indices, list)
-        and bool(indices)
-        and all(isinstance(i, int) and 0 <= i < num_layers for i in indices)
-        and indices == sorted(set(indices))
-    )
+def _served(layers_to_capture, num_layers: int):
+    """The capture indices a DeepSeek-family decoder loop feeds the draft, in the order it feeds
+    them, or None where the forward fails: the loop captures layer ``i``'s input when ``i in
+    layers_to_capture``, in layer order (``srt/models/deepseek_v2.py:3175-3196``), and the packer
+    fails unless it got one tensor per listed index (``srt/layers/aux_hidden_states.py:84-90``)."""
+    if not isinstance(layers_to_capture, list):
+        return None  # the setter raised
+    captured = [i for i in range(num_layers) if i in layers_to_capture]
+    return captured if len(captured) == len(layers_to_capture) else None
 
 
-def test_no_capture_that_works_on_0_5_23_changes_after_the_series(trees):
-    """Every id list of up to 3 ids in -2..8 on an 8-layer DeepSeek-family target (and Gemma 3 and
-    4's final-layer capture on 34 layers): what served before captures the same tensors after;
-    what did not is an error after, except lists with -1, which now serve as layer outputs."""
+def _capture_only_accepts(ids, num_layers: int) -> bool:
+    """--return-aux-hidden-state-layer-ids as 0.5.23 validates it before the setter: non-empty,
+    non-negative, unique, below the layer count (srt/arg_groups/validation_hook.py:735-747,
+    srt/model_executor/model_runner_components/spec_aux_hidden_state.py:113-129)."""
+    return bool(ids) and len(set(ids)) == len(ids) and all(0 <= i < num_layers for i in ids)
+
+
+def test_every_capture_0_5_23_serves_is_the_same_after_the_series(trees):
+    """Every id list of up to 3 ids in -2..8 on an 8-layer DeepSeek-family target, for each class
+    the change reaches (and Gemma 3 and 4's final-layer capture on 34 layers): a list 0.5.23
+    serves, in whatever order, feeds the draft the same tensors in the same order after the
+    series, and the check before the weight load accepts it (capture-only mode's lists among
+    them); a list 0.5.23 does not serve is refused before the weight load and by the setter, except
+    lists with -1, which now serve as layer outputs."""
     before, after = _captures(trees[0]), _captures(trees[LAST])
     assert before.keys() == after.keys()
+    capture_only = 0
     for model, rows in before.items():
-        for (ids, old), (_, new) in zip(rows, after[model]):
-            if model.startswith("Gemma") or _works_on_0_5_23(old, 8):
+        for (ids, old, _), (_, new, early) in zip(rows, after[model]):
+            if model.startswith("Gemma"):
                 assert new == old, (model, ids, old, new)
-            elif ids is not None and -1 in ids and _works_on_0_5_23([i + 1 for i in ids], 8):
-                assert new == [i + 1 for i in ids], (model, ids, new)
+                continue
+            served = _served(old, 8)
+            if served is not None:
+                assert _served(new, 8) == served and early in ("ok", None), (model, ids, new, early)
+                capture_only += _capture_only_accepts(ids, 8)
+            elif ids is not None and -1 in ids and _served([i + 1 for i in ids], 8) is not None:
+                assert new == [i + 1 for i in ids] and early == "ok", (model, ids, new, early)
             else:
-                assert new == "ValueError", (model, ids, old, new)
-    gemma = dict((str(ids), got) for ids, got in after["Gemma3ForCausalLM"])
+                assert new == "ValueError" and early == "ValueError", (model, ids, old, new, early)
+    # the capture-only lists among them: of the 8 + 56 + 336 lists of distinct ids in 0..7, all
+    # but [1, 7] and the 12 three-id lists that start with 1 and hold 7 (index 8), for 6 classes
+    assert capture_only == 6 * (8 + 55 + 324), capture_only
+    gemma = dict((str(ids), got) for ids, got, _ in after["Gemma3ForCausalLM"])
     assert gemma["[1, 16, 33]"] == [2, 17, 34]  # the final layer's output, capture index 34
