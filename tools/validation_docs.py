@@ -30,6 +30,8 @@ launch command line with `sglang-eagle3-embed check <launch_server arguments>` (
 and the weights' safetensors headers, no tensor; exit 0 clean, 1 errors, 2 bad invocation or a
 model path that names nothing here). An error stops the launch; a warning is logged
 once. `pre` rules read the flags as passed; `post` rules compare them with what SGLang resolved.
+For a PD-disaggregated deployment, `sglang-eagle3-embed check <one side's arguments> --pd-peer <the
+other side's arguments>` checks both command lines and compares them ([pd.md](pd.md)).
 
 Each example below was run through SGLang 0.5.23's own argument resolution. `TARGET` is a tiny
 8-layer DeepseekV3 folder (its `model.safetensors` holds layers 0-7) and `DRAFT` an EAGLE-3 draft

@@ -15,12 +15,19 @@ from sglang_eagle3_embed.core.findings import Severity
 __all__ = ["CHECK_USAGE", "add_parser", "run"]
 
 CHECK_USAGE = """usage: sglang-eagle3-embed check [--json] [--gpu h100|h20|h200|b200] <arguments of python -m sglang.launch_server>
+       sglang-eagle3-embed check [--json] [--gpu NAME] <one side's arguments> --pd-peer <the other side's arguments>
 
 Validate a deployment without its GPU: SGLang's own argument resolution, answered as the serving
 machine's GPU would answer it (--gpu; h200 by default where no GPU is visible), then every rule of
 docs/validation.md on the configs and the weights' headers (no tensor is read). A rule that could
 not be evaluated says "not checked" and why. Exit 0: no error; 1: errors; 2: a bad invocation or a
-model that is not there."""
+model that is not there.
+
+PD disaggregation (docs/pd.md): everything after --pd-peer is the other server's launch arguments,
+one --disaggregation-mode prefill and one --disaggregation-mode decode, in either order. Each side
+is checked as above, then the two are compared: the models, --model-impl, the speculative settings,
+the tensors each side feeds the draft, page size, KV-cache dtype and transfer backend; a mismatch
+is an error naming the side and the flag."""
 
 
 def add_parser(sub) -> None:
@@ -43,9 +50,34 @@ def _gpu(argv: list[str]) -> tuple[list[str], str | None]:
     return rest, gpu
 
 
+PEER = "--pd-peer"
+
+
+def _peer(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """``argv`` split at ``--pd-peer``: this side's launch arguments and the other side's (None
+    without ``--pd-peer``)."""
+    usage = f"check <one side's launch arguments> {PEER} <the other side's launch arguments>"
+    if any(a.startswith(f"{PEER}=") for a in argv):
+        raise InputError(
+            f"{PEER} takes no value: everything after it is the other side's launch arguments ({usage})"
+        )
+    if PEER not in argv:
+        return argv, None
+    if argv.count(PEER) > 1:
+        raise InputError(f"{PEER} given {argv.count(PEER)} times; a PD pair has two sides ({usage})")
+    i = argv.index(PEER)
+    first, peer = argv[:i], argv[i + 1 :]
+    if not first:
+        raise InputError(f"{PEER} needs one side's launch arguments before it ({usage})")
+    if not peer:
+        raise InputError(f"{PEER} needs the other side's launch arguments after it ({usage})")
+    return first, peer
+
+
 def run(argv: list[str]) -> int:
-    """``check ARGV``: everything after ``check`` belongs to SGLang's parser, except ``--json`` and a
-    ``-h``/``--help`` anywhere, which print check's own usage (JSON with ``--json``)."""
+    """``check ARGV``: everything after ``check`` belongs to SGLang's parser, except ``--json``,
+    ``--gpu NAME``, ``--pd-peer`` (the other side of a PD pair follows it) and a ``-h``/``--help``
+    anywhere, which print check's own usage (JSON with ``--json``)."""
     as_json = "--json" in argv
     if not argv:
         print(CHECK_USAGE)
@@ -54,6 +86,13 @@ def run(argv: list[str]) -> int:
         print(json.dumps({"ok": True, "usage": CHECK_USAGE}, indent=2) if as_json else CHECK_USAGE)
         return EXIT_OK
     argv, gpu = _gpu([a for a in argv if a != "--json"])
+    argv, peer = _peer(argv)
+    if peer is not None:
+        from sglang_eagle3_embed.doctor.pd_check import check_pair, render_pair_json, render_pair_table
+
+        pair = check_pair(argv, peer, gpu)
+        print(render_pair_json(pair) if as_json else render_pair_table(pair))
+        return EXIT_OK if pair.ok else EXIT_FINDINGS
     from sglang_eagle3_embed.doctor.check import LaunchArgumentsError, check_launch, render_json, render_table
 
     try:

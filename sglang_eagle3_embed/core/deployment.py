@@ -31,6 +31,7 @@ def positive_int(value) -> bool:
 WATCHED = (
     "speculative_algorithm",
     "speculative_draft_model_path",
+    "speculative_draft_model_revision",
     "speculative_num_steps",
     "speculative_eagle_topk",
     "speculative_num_draft_tokens",

@@ -1,7 +1,8 @@
 """How a startup rule is declared: :class:`Stage`, :class:`Rule` and the :func:`rule` decorator, the
 only way a rule is registered. Pure module.
 
-The rules themselves live in ``rules_flags``, ``rules_draft`` and ``rules_modes``;
+The rules themselves live in ``rules_flags``, ``rules_draft``, ``rules_weights``, ``rules_modes``
+and ``rules_pd``;
 :data:`sglang_eagle3_embed.core.rules.RULES` lists them in the order of ``docs/validation.md`` and
 :mod:`sglang_eagle3_embed.core.rules` runs them.
 """

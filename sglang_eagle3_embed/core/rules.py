@@ -7,7 +7,7 @@ name the flag or field, the value, what SGLang would have done silently, and the
 declared one way, with the :func:`rule` decorator on its check (``core/rule_registry.py``), in the
 module of its subject: ``rules_flags`` (the launch flags), ``rules_draft`` (the draft and how it fits
 the target), ``rules_weights`` (what the weights' headers hold), ``rules_modes`` (what the plugin supports, and SGLang's own resolution refusing the
-launch). ``docs/validation.md`` is generated from :data:`RULES` (``python -m tools.validation_docs``);
+launch), ``rules_pd`` (a PD-disaggregated side and the other side it cannot see). ``docs/validation.md`` is generated from :data:`RULES` (``python -m tools.validation_docs``);
 a test keeps them in sync.
 
 Rules run in stages: :attr:`Stage.PRE` on the flags as passed, before SGLang's speculative
@@ -17,14 +17,14 @@ resolution (which would otherwise stop on a bare ``assert``), :attr:`Stage.POST`
 
 from __future__ import annotations
 
-from sglang_eagle3_embed.core import rules_draft, rules_flags, rules_modes, rules_weights
+from sglang_eagle3_embed.core import rules_draft, rules_flags, rules_modes, rules_pd, rules_weights
 from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.findings import Finding, NotChecked, Severity
 from sglang_eagle3_embed.core.rule_registry import REGISTERED, Refused, Rule, Stage, refused, rule
 
 __all__ = ["RULES", "RULE_MODULES", "Refused", "Rule", "Stage", "evaluate", "not_checked", "refused", "rule"]
 
-RULE_MODULES = (rules_flags, rules_draft, rules_weights, rules_modes)
+RULE_MODULES = (rules_flags, rules_draft, rules_weights, rules_modes, rules_pd)
 """The modules that declare rules, in the order of :data:`RULES`."""
 
 RULES: dict[str, Rule] = {

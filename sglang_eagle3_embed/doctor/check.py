@@ -15,9 +15,10 @@ import json
 import os
 import stat
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 
+from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.errors import InputError, PluginInactiveError, ValidationError
 from sglang_eagle3_embed.core.findings import Finding, Severity
 from sglang_eagle3_embed.core.releases import installed_sglang_version, release
@@ -213,6 +214,12 @@ class Check:
     findings: list[Finding]
     resolved_as: str | None = None
     not_checked_here: tuple[str, ...] = ()
+    server_args: object = field(default=None, repr=False, compare=False)
+    """SGLang's parsed (and, when :attr:`resolved`, resolved) arguments."""
+    deployment: Deployment | None = field(default=None, repr=False, compare=False)
+    """The launch as the last stage of rules that ran read it (what ``check --pd-peer`` compares)."""
+    resolved: bool = False
+    """SGLang's resolution ran to the end."""
 
 
 def check_launch(argv: list[str], gpu: str | None = None) -> Check:
@@ -239,7 +246,8 @@ def check_launch(argv: list[str], gpu: str | None = None) -> Check:
             f"machine it runs on (srt/arg_groups/validation_hook.py:536-547). Run check on the serving "
             f"machine, or compare with ls /sys/class/infiniband there.",
         )
-    return Check(_rules(server_args, machine), machine.describe() if machine else None, here)
+    findings, deployment, resolved = _rules(server_args, machine)
+    return Check(findings, machine.describe() if machine else None, here, server_args, deployment, resolved)
 
 
 def run_check(argv: list[str], gpu: str | None = None) -> list[Finding]:
@@ -248,7 +256,9 @@ def run_check(argv: list[str], gpu: str | None = None) -> list[Finding]:
     return check_launch(argv, gpu).findings
 
 
-def _rules(server_args, machine) -> list[Finding]:
+def _rules(server_args, machine) -> tuple[list[Finding], Deployment, bool]:
+    """The findings, the launch as the last stage that ran read it, and whether SGLang's
+    resolution ran to the end."""
     from sglang_eagle3_embed.doctor.serving_machine import as_serving_machine, ib_devices
     from sglang_eagle3_embed.patch.speculative_validation import snapshot
 
@@ -257,31 +267,43 @@ def _rules(server_args, machine) -> list[Finding]:
     findings = evaluate(passed, Stage.PRE)
     if any(f.severity is Severity.ERROR for f in findings):
         # SGLang's own resolution would stop on the same problem, less clearly
-        return findings + not_checked(Stage.POST, "SGLang's resolution was not run after the errors above")
+        return (
+            findings + not_checked(Stage.POST, "SGLang's resolution was not run after the errors above"),
+            passed,
+            False,
+        )
     if passed.target_error:
         # SGLang's resolution reads the same config.json first and stops on it, with a message that
         # names neither the file nor what is wrong with it
-        return [
-            *findings,
-            *evaluate(refused(passed, InputError(passed.target_error)), Stage.RESOLUTION),
-            *not_checked(
-                Stage.POST, "SGLang's resolution was not run: the target's config.json cannot be read"
-            ),
-        ]
+        return (
+            [
+                *findings,
+                *evaluate(refused(passed, InputError(passed.target_error)), Stage.RESOLUTION),
+                *not_checked(
+                    Stage.POST, "SGLang's resolution was not run: the target's config.json cannot be read"
+                ),
+            ],
+            passed,
+            False,
+        )
     emulated = as_serving_machine(machine, ib_devices(server_args)) if machine else contextlib.nullcontext()
     try:
         with emulated:
             server_args.resolve_once()
     except ValidationError as exc:  # the plugin's launch hook, when loaded in this process
-        return findings + exc.findings
+        return findings + exc.findings, passed, False
     except Exception as exc:  # SGLang's own refusal: the rules of the resolution stage report it
-        return [
-            *findings,
-            *evaluate(refused(passed, exc), Stage.RESOLUTION),
-            *not_checked(Stage.POST, "SGLang's resolution refused the launch"),
-        ]
+        return (
+            [
+                *findings,
+                *evaluate(refused(passed, exc), Stage.RESOLUTION),
+                *not_checked(Stage.POST, "SGLang's resolution refused the launch"),
+            ],
+            passed,
+            False,
+        )
     resolved = snapshot(server_args, resolved=True, plugin_active=active, plugin_reason=reason)
-    return findings + evaluate(resolved, Stage.POST)
+    return findings + evaluate(resolved, Stage.POST), resolved, True
 
 
 RANK = {"ok": 0, Severity.NOT_CHECKED.value: 1, Severity.WARNING.value: 2, Severity.ERROR.value: 3}

@@ -178,6 +178,10 @@ EXAMPLES: dict[str, tuple[Scenario, Scenario]] = {
         Scenario(launch("--attention-backend", "trtllm_mla")),
         Scenario(launch("--attention-backend", "triton")),
     ),
+    "pd-peer": (
+        Scenario(launch("--disaggregation-mode", "decode")),
+        Scenario(launch("--disaggregation-mode", "null")),
+    ),
 }
 
 

@@ -1,0 +1,142 @@
+"""The service behind ``sglang-eagle3-embed check ARGS --pd-peer PEER_ARGS``: both command lines of a
+PD-disaggregated deployment checked as ``check`` checks one (:mod:`sglang_eagle3_embed.doctor.check`),
+then compared (:mod:`sglang_eagle3_embed.core.pd_pair`). Imports sglang only when run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import textwrap
+from dataclasses import dataclass
+
+from sglang_eagle3_embed.core.errors import InputError
+from sglang_eagle3_embed.core.findings import Severity
+from sglang_eagle3_embed.core.pd_pair import CHECKS, COMPARED, PairFinding, Side, compare, pair_verdicts
+from sglang_eagle3_embed.doctor.check import Check, LaunchArgumentsError, check_launch, render_table, verdicts
+
+__all__ = ["FIRST", "PEER", "PairCheck", "check_pair", "render_pair_json", "render_pair_table"]
+
+FIRST, PEER = "the command line", "the --pd-peer command line"
+PD_PEER_RULE = "pd-peer"
+"""The one-sided rule that names the other side: its warning is answered by the comparison."""
+
+
+@dataclass(frozen=True)
+class PairCheck:
+    """Both sides' checks, prefill first when the two are one prefill and one decode, and what
+    comparing them found."""
+
+    sides: tuple[tuple[str, str, Check], ...]
+    """``(name, given_as, check)`` per side: ``the prefill side``, ``the command line``, its check."""
+    findings: list[PairFinding]
+
+    @property
+    def ok(self) -> bool:
+        errors = [f for _, _, c in self.sides for f in c.findings if f.severity is Severity.ERROR]
+        return not errors and not any(f.severity is Severity.ERROR for f in self.findings)
+
+
+def _side(argv: list[str], gpu: str | None, given_as: str) -> tuple[Check, Side]:
+    try:
+        found = check_launch(argv, gpu)
+    except (LaunchArgumentsError, InputError) as exc:
+        raise InputError(f"{given_as}: {exc}") from None
+    args = found.server_args
+    raw = getattr(args, "_raw_input", None) or {}
+    if found.resolved:
+        from sglang.srt.arg_groups.overrides import resolution_result
+
+        settings = {name: resolution_result(args, name) for name in COMPARED}
+    else:
+        settings = {name: raw.get(name, getattr(args, name, None)) for name in COMPARED}
+    backend = "disaggregation_transfer_backend"  # as passed: SGLang rewrites mooncake_tcp
+    settings[backend] = raw.get(backend, getattr(args, backend, None))
+    return found, Side(given_as, found.deployment, settings, found.resolved)
+
+
+def check_pair(argv: list[str], peer_argv: list[str], gpu: str | None = None) -> PairCheck:
+    """Check ``argv`` and ``peer_argv`` (the other side's launch arguments) each as ``check`` does,
+    then compare them. The ``pd-peer`` warning of each side gives way to the comparison."""
+    first_check, first = _side(argv, gpu, FIRST)
+    peer_check, peer = _side(peer_argv, gpu, PEER)
+    findings = compare(first, peer)
+    checks = {FIRST: first_check, PEER: peer_check}
+    sides = []
+    for side in (first, peer):
+        found = checks[side.given_as]
+        kept = dataclasses.replace(found, findings=[f for f in found.findings if f.rule != PD_PEER_RULE])
+        sides.append((_name(side, peer if side is first else first), side.given_as, kept))
+    sides.sort(key=lambda s: s[0] != "the prefill side")
+    return PairCheck(tuple(sides), findings)
+
+
+def _name(side: Side, other: Side) -> str:
+    return f"the {side.mode} side" if {side.mode, other.mode} == {"prefill", "decode"} else side.given_as
+
+
+def render_pair_table(pair: PairCheck) -> str:
+    blocks = []
+    for name, given_as, check in pair.sides:
+        title = f"{name} ({given_as})" if name != given_as else name
+        blocks.append(f"== {title} ==\n{render_table(check)}")
+    width = max(len(c) for c in CHECKS)
+    lines = [
+        "== the pair: the two command lines compared ==",
+        "",
+        f"{'check':<{width}}  {'verdict':<11}  message",
+        f"{'-' * width}  {'-' * 11}  -------",
+    ]
+    messages: dict[str, list[str]] = {}
+    for f in pair.findings:
+        messages.setdefault(f.check, []).append(f.message)
+    for check, verdict in pair_verdicts(pair.findings).items():
+        for i, text in enumerate(messages.get(check) or [""]):
+            wrapped = textwrap.wrap(text, 100) or [""]
+            head = f"{check if i == 0 else '':<{width}}  {verdict if i == 0 else '':<11}  "
+            lines.append(head + wrapped[0])
+            lines.extend(" " * len(head) + w for w in wrapped[1:])
+    counts = list(pair_verdicts(pair.findings).values())
+    lines.append(
+        f"\n{counts.count('error')} error(s), {counts.count('warning')} warning(s), "
+        f"{counts.count(Severity.NOT_CHECKED.value)} check(s) not checked in the pair"
+    )
+    blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def render_pair_json(pair: PairCheck) -> str:
+    return json.dumps(
+        {
+            "ok": pair.ok,
+            "resolved_as": pair.sides[0][2].resolved_as,
+            "sides": [
+                {
+                    "side": name,
+                    "given_as": given_as,
+                    "ok": not any(f.severity is Severity.ERROR for f in check.findings),
+                    "not_checked_here": list(check.not_checked_here),
+                    "findings": [
+                        {"rule": f.rule, "severity": f.severity.value, "message": f.message}
+                        for f in check.findings
+                    ],
+                    "rules": verdicts(check.findings),
+                }
+                for name, given_as, check in pair.sides
+            ],
+            "pair": {
+                "findings": [
+                    {
+                        "check": f.check,
+                        "severity": f.severity.value,
+                        "side": f.side,
+                        "flag": f.flag,
+                        "message": f.message,
+                    }
+                    for f in pair.findings
+                ],
+                "checks": pair_verdicts(pair.findings),
+            },
+        },
+        indent=2,
+    )
