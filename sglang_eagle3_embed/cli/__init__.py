@@ -4,7 +4,10 @@
   SGLang 0.5.23 (pure: imports neither torch nor sglang);
 - ``check`` validates a deployment: the same arguments as ``sglang.launch_server``, resolved by
   SGLang's own argument resolution on the CPU, configs only (imports sglang when run);
-- ``probe`` measures a draft under each candidate wiring and tells which one it was trained for;
+- ``probe`` measures a draft under each candidate wiring and tells which one it was trained for
+  (``--expectations FILE``: what a correctly wired server must show);
+- ``canary`` asks a running server (or PD router) whether it feeds the draft those tensors, by its
+  accept length on the recorded prompts;
 - ``demo`` shows the failure and the fix on the tiny pair, on CPU;
 - ``pair`` builds (or finds in the cache) a tiny target/draft pair of a given size.
 
@@ -24,13 +27,13 @@ import sys
 import traceback
 
 from sglang_eagle3_embed import __version__
-from sglang_eagle3_embed.cli import check, demo, ids, pair, probe
+from sglang_eagle3_embed.cli import canary, check, demo, ids, pair, probe
 from sglang_eagle3_embed.cli._exit import EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from sglang_eagle3_embed.core.errors import InputError
 
 __all__ = ["EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
-COMMANDS = (ids, check, probe, demo, pair)  # one module each: add_parser(sub), run(args)
+COMMANDS = (ids, check, probe, canary, demo, pair)  # one module each: add_parser(sub), run(args)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -4,6 +4,7 @@ was trained for (:mod:`sglang_eagle3_embed.doctor.probe`)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from sglang_eagle3_embed.cli._args import add_model_arguments
@@ -41,6 +42,12 @@ def add_parser(sub) -> None:
     probe.add_argument("--seed", type=int, default=1234)
     probe.add_argument("--json", action="store_true", help="print JSON")
     probe.add_argument("--output", help="also write the JSON report to this file")
+    probe.add_argument(
+        "--expectations",
+        metavar="FILE",
+        help="also write what a correctly wired server must show, for sglang-eagle3-embed canary --expect "
+        "FILE and the startup self-check",
+    )
     probe.add_argument("--no-progress", action="store_true", help="no progress bar")
     probe.set_defaults(func=run)
 
@@ -75,14 +82,24 @@ def request(args):
 
 
 def run(args) -> int:
-    from sglang_eagle3_embed.core.atomic import write_atomic
+    from sglang_eagle3_embed.core.atomic import check_writable, write_atomic
+    from sglang_eagle3_embed.doctor.canary import expectations_of, undetermined
     from sglang_eagle3_embed.doctor.probe import probe_folders
     from sglang_eagle3_embed.doctor.request import check_output
 
     output = check_output(args.output)  # before the run: a report must not be lost at its end
-    report = probe_folders(request(args))
+    expect = check_writable(args.expectations, "--expectations") if args.expectations else None
+    asked = request(args)
+    report = probe_folders(asked)
     text = json.dumps(report.as_dict(), indent=2)
     print(text if args.json else report.table())
     if output:
         write_atomic(output, text, "--output")  # whole or not at all; the old file kept on failure
+    if expect:
+        why = undetermined(report)
+        if why is not None:
+            print(f"--expectations {expect}: not written: {why}", file=sys.stderr)
+            return EXIT_FINDINGS
+        expectations = expectations_of(report, asked).as_dict()
+        write_atomic(expect, json.dumps(expectations, indent=2), "--expectations")
     return EXIT_OK if report.plugin_ok else EXIT_FINDINGS

@@ -87,6 +87,7 @@ def run_probe(
         bar.update(part.stop - part.start)
     bar.close()
     scores = {k: score(torch.cat(runs[k]), torch.cat(hits[k]), steps) for k in runs}
+    prompt_ids = tuple(tuple(p) for p in prompts.tolist())
     best = max(scores, key=lambda k: scores[k].accept_length)
     per_sequence = {k: torch.stack([1 + r.double().mean() for r in runs[k]]) for k in runs}
     results = []
@@ -99,7 +100,17 @@ def run_probe(
         results.append(
             WiringResult(w, scores[w.indices], diff.mean().item(), _se(diff), gain.mean().item(), _se(gain))
         )
-    return ProbeReport(results, steps, prompts.shape[0], new_tokens, backend.name)
+    return ProbeReport(
+        results, steps, prompts.shape[0], new_tokens, backend.name, prompt_ids, _dtype(backend)
+    )
+
+
+def _dtype(backend) -> str:
+    """The dtype the target runs in: the engine's ``dtype`` argument, else its embedding's."""
+    engine_args = getattr(backend, "engine_args", None)
+    if engine_args is not None:
+        return str(engine_args.get("dtype", "auto"))
+    return str(backend.embedding.weight.dtype).removeprefix("torch.")
 
 
 def probe_folders(request: ProbeRequest) -> ProbeReport:

@@ -62,6 +62,10 @@ class ProbeReport:
     prompts: int
     new_tokens: int
     backend: str
+    prompt_ids: tuple[tuple[int, ...], ...] = field(default=(), repr=False)
+    """The prompts scored, as token ids (what a canary replays)."""
+    dtype: str = ""
+    """The dtype the target ran in."""
     best: WiringResult | None = field(init=False)
     ties: list[WiringResult] = field(init=False)
 

@@ -11,19 +11,26 @@ module                     SGLang symbol                                       h
 ``speculative_validation`` resolution step ``handle_speculative_decoding``     ``register_resolution_hook``
 ``deepseek_models``        ``DeepseekV2/V3/V32ForCausalLM``, Kimi-K2.5         subclasses of the same name
 ``deepseek_capture``       ``DeepseekV2Model`` (the model body)                re-classed after construction
+``canary_warmup``          ``srt.entrypoints.warmup.warmup`` (the registry)    a warmup named in ``--warmups``
 =========================  ==================================================  ============================
 
-The first three register hooks (:func:`install`); the last two are returned by the first, only for
-a target launched with ``--model-impl sglang_eagle3_embed``.
+The first three and the last register hooks (:func:`install`); ``deepseek_models`` and
+``deepseek_capture`` are returned by the first, only for a target launched with
+``--model-impl sglang_eagle3_embed``. The warmup runs only where ``--warmups`` names it.
 """
 
 from __future__ import annotations
 
-from sglang_eagle3_embed.patch import model_architecture, resolution_guard, speculative_validation
+from sglang_eagle3_embed.patch import (
+    canary_warmup,
+    model_architecture,
+    resolution_guard,
+    speculative_validation,
+)
 
 __all__ = ["HOOKS", "install"]
 
-HOOKS = (resolution_guard, speculative_validation, model_architecture)
+HOOKS = (resolution_guard, speculative_validation, model_architecture, canary_warmup)
 """The modules that register a hook; each has ``WHAT`` (the hooked symbol) and ``register()``."""
 
 _registered: set[str] = set()

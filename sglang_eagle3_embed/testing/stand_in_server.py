@@ -4,13 +4,18 @@ GPU harness (``server_run``) and SGLang's serving client use: ``/health``,
 or text, batched or not, streamed as server-sent events or whole). It generates nothing real:
 each output repeats the prompt's last token (or word), so that the callers' plumbing is tested
 on the CPU, and SGLang's own server on the GPU.
+
+Given ``speculate`` (``serving(speculate=...)``), token-id answers carry the speculative statistics
+that function computes for the prompts (the canary's tests serve a draft under a chosen wiring
+this way, on the CPU), and ``/server_info`` reports ``settings``; given ``api_key``, every call
+without ``Authorization: Bearer KEY`` gets 401, as SGLang's ``--api-key`` does.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
@@ -24,6 +29,10 @@ class StandIn(BaseHTTPRequestHandler):
     busy: ClassVar[bool] = True  # /v1/loads: two ranks with requests running, or idle
     aborted: ClassVar[list] = []
     generated: ClassVar[list] = []
+    speculate: ClassVar[Callable | None] = None
+    """(prompts, max_new_tokens) -> one ``meta_info`` update per prompt."""
+    settings: ClassVar[dict] = {}
+    api_key: ClassVar[str | None] = None
 
     def log_message(self, *args):
         pass
@@ -36,7 +45,15 @@ class StandIn(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def refused(self) -> bool:
+        if self.api_key and self.headers.get("Authorization") != f"Bearer {self.api_key}":
+            self.reply({"error": "unauthorized"}, 401)
+            return True
+        return False
+
     def do_GET(self):
+        if self.refused():
+            return None
         if self.path.startswith("/v1/loads"):
             k = 1 if self.busy else 0
             loads = [
@@ -47,13 +64,17 @@ class StandIn(BaseHTTPRequestHandler):
         if self.path == "/v1/models":
             return self.reply({"object": "list", "data": [{"id": self.model, "object": "model"}]})
         if self.path == "/server_info":
-            return self.reply({"internal_states": [{"avg_spec_accept_length": ACCEPT_LENGTH}]})
+            return self.reply(
+                {**self.settings, "internal_states": [{"avg_spec_accept_length": ACCEPT_LENGTH}]}
+            )
         self.send_response(200 if self.path == "/health" else 404)
         self.end_headers()
         return None
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.refused():
+            return None
         if self.path == "/abort_request":
             StandIn.aborted.append(body["rid"])
             return self.reply(None)
@@ -73,6 +94,9 @@ class StandIn(BaseHTTPRequestHandler):
             self.wfile.write(b"data: [DONE]\n\n")
             return None
         out = [answer(p, n) for p in prompts]
+        if self.speculate is not None:
+            for one, meta in zip(out, self.speculate(prompts, n), strict=True):
+                one["meta_info"].update(meta)
         return self.reply(out if batched else out[0])
 
 
@@ -89,9 +113,17 @@ def answer(prompt, n: int) -> dict:
 
 
 @contextmanager
-def serving(model: str = "stand-in", busy: bool = True) -> Iterator[int]:
+def serving(
+    model: str = "stand-in",
+    busy: bool = True,
+    speculate: Callable | None = None,
+    settings: dict | None = None,
+    api_key: str | None = None,
+) -> Iterator[int]:
     """A stand-in server on a free local port, for the ``with`` block; yields the port."""
-    handler = type("StandInFor", (StandIn,), {"model": model, "busy": busy})
+    fields = {"model": model, "busy": busy, "speculate": staticmethod(speculate) if speculate else None}
+    fields.update(settings=settings or {}, api_key=api_key)
+    handler = type("StandInFor", (StandIn,), fields)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()

@@ -11,6 +11,7 @@ pytestmark = pytest.mark.releases
 def test_entry_point_is_discovered_and_run_by_load_plugins(healthy_plugin):
     assert healthy_plugin["entry_points"]["eagle3_embed"] == "sglang_eagle3_embed.plugin:register"
     assert healthy_plugin["active"] is True and healthy_plugin["reason"] == ""
+    assert "eagle3_embed_canary" in healthy_plugin["warmups"]  # the startup canary, opt-in by --warmups
 
 
 def test_an_unsupported_sglang_leaves_the_plugin_inactive_with_the_reason():

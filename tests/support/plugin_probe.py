@@ -33,6 +33,7 @@ def main(mode: str) -> dict:
     elif mode == "guard-not-registered":  # the resolution pipeline refuses the guard's step name
         resolution_guard.STEP = "no_such_step"
 
+    from sglang.srt.entrypoints.warmup import _warmup_registry as warmup_registry
     from sglang.srt.model_loader.utils import get_model_architecture
     from sglang.srt.plugins import load_plugins
     from sglang.srt.server_args import ServerArgs
@@ -88,6 +89,7 @@ def main(mode: str) -> dict:
         "active": State.active,
         "reason": State.reason,
         "arch_hook_applied": model_architecture.applied(),
+        "warmups": sorted(warmup_registry),
         "module_level_name_rebound": get_model_architecture is not utils.get_model_architecture,
         "launch": {
             impl: outcome(lambda impl=impl: launch(impl))

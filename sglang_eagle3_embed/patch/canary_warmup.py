@@ -1,0 +1,137 @@
+"""The startup self-check, in SGLang's custom warmup registry: ``--warmups eagle3_embed_canary``.
+
+``warmup(NAME)`` (``srt/entrypoints/warmup.py:20-25``) is SGLang's public registry of functions run
+in the HTTP server's lifespan after every scheduler is up and its CUDA graphs are captured, before
+the server listens (``srt/entrypoints/http_server.py:418-424``). The plugin registers
+:func:`self_check` there; the user opts in with ``--warmups eagle3_embed_canary`` and names the
+expectations file (written by ``probe --expectations``) in ``SGLANG_EAGLE3_EMBED_CANARY``. The check
+sends the recorded prompts through the tokenizer manager, pools the served accept lengths and
+judges them (:mod:`sglang_eagle3_embed.core.canary`). ``SGLANG_EAGLE3_EMBED_CANARY_MODE``: ``log``
+(the default) logs the verdict; ``raise`` stops the server on a failed check, as SGLang stops it on
+a failed warmup (``kill_process_tree``, ``http_server.py:2531-2535``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from sglang_eagle3_embed.core.canary import (
+    ENV_FILE,
+    ENV_MODE,
+    MODES,
+    SETTINGS,
+    WARMUP,
+    Expectations,
+    config_digest,
+    generate_body,
+    judge,
+    pool,
+    settings_differences,
+)
+from sglang_eagle3_embed.core.errors import InputError
+from sglang_eagle3_embed.core.hub import HubError, locate
+
+__all__ = ["WHAT", "register", "self_check"]
+
+WHAT = "sglang.srt.entrypoints.warmup.warmup"
+logger = logging.getLogger("sglang_eagle3_embed")
+
+
+def register() -> None:
+    from sglang.srt.entrypoints.warmup import warmup
+
+    warmup(WARMUP)(self_check)
+
+
+def _stop(message: str) -> None:
+    """Stop the server as SGLang does on a failed warmup: the whole process tree."""
+    from sglang.srt.utils import kill_process_tree
+
+    logger.error("sglang_eagle3_embed: stopping the server (%s=raise): %s", ENV_MODE, message)
+    kill_process_tree(os.getpid())
+
+
+def _mode() -> str:
+    mode = os.environ.get(ENV_MODE, "log")
+    if mode not in MODES:
+        raise InputError(f"{ENV_MODE}={mode}: use log or raise")
+    return mode
+
+
+def _expectations(disaggregation_mode: str, server_args) -> Expectations:
+    path = os.environ.get(ENV_FILE)
+    if not path:
+        raise InputError(
+            f"--warmups {WARMUP} runs the startup canary, but {ENV_FILE} names no expectations file: set "
+            f"it to the file sglang-eagle3-embed probe --expectations wrote"
+        )
+    expectations = Expectations.read(path, ENV_FILE)
+    if disaggregation_mode != "null":
+        raise InputError(
+            f"--disaggregation-mode {disaggregation_mode}: one side of a PD deployment cannot measure its "
+            f"accept length (a prefill server makes one token, a decode server warms up on a fake "
+            f"prefill); drop --warmups {WARMUP} and run sglang-eagle3-embed canary --url ROUTER --expect "
+            f"{path} once both sides serve"
+        )
+    settings = {name: getattr(server_args, name, None) for name in (*SETTINGS, "speculative_adaptive")}
+    differences = settings_differences(expectations, settings)
+    for role, folder, revision, recorded in (
+        ("--model-path", getattr(server_args, "model_path", None), getattr(server_args, "revision", None),
+         expectations.target_config_sha256),
+        ("--speculative-draft-model-path", getattr(server_args, "speculative_draft_model_path", None),
+         getattr(server_args, "speculative_draft_model_revision", None), expectations.draft_config_sha256),
+    ):  # fmt: skip
+        served = _served_digest(folder, revision, getattr(server_args, "download_dir", None))
+        if served and recorded and served != recorded:
+            differences.append(
+                f"{role} {folder}: its config.json is not the one the expectations were recorded on"
+            )
+    if differences:
+        raise InputError(
+            f"{ENV_FILE} {path} was recorded for another deployment: {'; '.join(differences)}; record "
+            f"expectations for this one (sglang-eagle3-embed probe --expectations FILE)"
+        )
+    return expectations
+
+
+def _served_digest(path: str | None, revision: str | None, download_dir: str | None) -> str | None:
+    """The digest of the config.json the server loaded: a local folder, or a hub id's cached snapshot
+    found as SGLang found it (:func:`~sglang_eagle3_embed.core.hub.locate`). None where it cannot be
+    read here: the comparison is then skipped, as it is for expectations recorded without digests."""
+    if not path:
+        return None
+    try:
+        return config_digest(locate(path, revision, download_dir))
+    except HubError:
+        return None
+
+
+async def self_check(disaggregation_mode: str, tokenizer_manager) -> bool:
+    """The registered warmup: True when the server feeds the draft what it was trained on."""
+    from sglang.srt.managers.io_struct import GenerateReqInput
+
+    started = time.monotonic()
+    try:
+        mode = _mode()
+        expectations = _expectations(disaggregation_mode, tokenizer_manager.server_args)
+        request = GenerateReqInput(**generate_body(expectations))
+        outputs = await tokenizer_manager.generate_request(request, None).__anext__()
+        if isinstance(outputs, dict):
+            outputs = [outputs]
+        served = pool([o.get("meta_info") or {} for o in outputs])
+    except InputError as exc:
+        message, ok = f"startup canary not run: {exc}", False
+        mode = "raise"  # a self-check asked for and impossible stops the server in either mode
+    else:
+        verdict = judge(expectations, served)
+        message, ok = f"startup canary: {' '.join(verdict.lines)}", verdict.ok
+    message = f"{message} ({time.monotonic() - started:.1f} s)"
+    if ok:
+        logger.info("sglang_eagle3_embed %s", message)
+    elif mode == "raise":
+        _stop(message)
+    else:
+        logger.error("sglang_eagle3_embed %s", message)
+    return ok

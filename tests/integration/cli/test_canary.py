@@ -1,0 +1,125 @@
+"""``probe --expectations`` then ``canary`` against a server on the CPU: the stand-in HTTP server
+answering with the tiny pair's real speculative statistics under a chosen wiring (the trained one,
+SGLang's default layers, the embedding slot off by one), an unreachable address, settings other
+than recorded, an API key."""
+
+import json
+import socket
+
+import pytest
+
+from sglang_eagle3_embed.cli import main
+from sglang_eagle3_embed.core.canary import Expectations, config_digest
+from sglang_eagle3_embed.testing.speculation import Speculation
+from sglang_eagle3_embed.testing.stand_in_server import serving
+from tests.support.canary import record_expectations
+
+STEPS = 7
+SETTINGS = {
+    "speculative_algorithm": "EAGLE3",
+    "speculative_num_steps": STEPS,
+    "speculative_eagle_topk": 1,
+    "speculative_num_draft_tokens": STEPS + 1,
+    "model_impl": "sglang_eagle3_embed",
+}
+TRAINED, DEFAULTS, EMBEDDING_OFF_BY_ONE = (0, 3, 5), (2, 3, 4), (1, 3, 5)
+
+
+@pytest.fixture(scope="module")
+def expect(tiny_pair, tmp_path_factory):
+    path = tmp_path_factory.mktemp("canary") / "expect.json"
+    return record_expectations(tiny_pair, path, num_prompts=32, steps=STEPS)
+
+
+@pytest.fixture(scope="module")
+def speculation(tiny_pair):
+    return lambda indices: Speculation(tiny_pair.target, tiny_pair.draft, indices, STEPS)
+
+
+def canary(capsys, port, *extra):
+    code = main(["canary", "--url", f"http://127.0.0.1:{port}", *extra])
+    return code, capsys.readouterr().out
+
+
+def test_the_expectations_name_the_prompts_settings_and_wirings(expect, tiny_pair):
+    read = Expectations.read(expect)
+    assert len(read.prompts) == 32 and {len(p) for p in read.prompts} == {8}
+    assert read.trained.capture_indices == TRAINED and read.trained.ids == [-1, 2, 4]
+    assert {w.capture_indices for w in read.wirings} >= {TRAINED, DEFAULTS, EMBEDDING_OFF_BY_ONE}
+    assert read.settings["speculative_num_steps"] == STEPS and read.max_new_tokens == 24
+    assert read.draft_config_sha256 == config_digest(tiny_pair.draft)
+    assert read.target_config_sha256 == config_digest(tiny_pair.target)
+    assert (read.backend, read.dtype) == ("hf", "float32")
+    assert all(w.se > 0 for w in read.wirings)
+
+
+def test_a_server_feeding_the_trained_tensors_passes(expect, speculation, capsys):
+    with serving(speculate=speculation(TRAINED), settings=SETTINGS) as port:
+        code, out = canary(capsys, port, "--expect", str(expect))
+    assert code == 0, out
+    assert "as the trained wiring [-1, 2, 4]" in out and "speculative_num_steps=7" in out
+
+
+def test_a_server_feeding_the_default_layers_is_named(expect, speculation, capsys):
+    with serving(speculate=speculation(DEFAULTS), settings=SETTINGS) as port:
+        code, out = canary(capsys, port, "--expect", str(expect))
+    assert code == 1, out
+    assert "as SGLang's default layers" in out and "not running the plugin" in out
+    assert "the draft was trained on [-1, 2, 4]" in out
+
+
+def test_a_server_off_by_one_in_the_embedding_slot_is_named(expect, speculation, capsys):
+    with serving(speculate=speculation(EMBEDDING_OFF_BY_ONE), settings=SETTINGS) as port:
+        code, text = canary(capsys, port, "--expect", str(expect), "--json")
+    out = json.loads(text)
+    assert code == 1
+    assert out["ok"] is False and out["matched"] == "layer 0's output for the embedding"
+    assert out["trained_ids"] == [-1, 2, 4] and "numbering" in out["verdict"][0]
+
+
+def test_settings_that_change_accept_length_are_not_compared(expect, speculation, capsys):
+    settings = {**SETTINGS, "speculative_num_steps": 3, "speculative_num_draft_tokens": 4}
+    with serving(speculate=speculation(TRAINED), settings=settings) as port:
+        code, out = canary(capsys, port, "--expect", str(expect))
+    assert code == 2, out
+    assert "--speculative-num-steps is 3 on the server, 7 in the expectations" in out
+    assert "probe --num-steps N --expectations FILE" in out
+
+
+def test_without_expectations_it_reports_what_is_served(speculation, capsys):
+    with serving(speculate=speculation(TRAINED), settings=SETTINGS) as port:
+        code, out = canary(capsys, port, "--num-prompts", "4")
+    assert code == 0, out
+    assert "served    : accept length" in out and "over 4 requests" in out
+
+
+def test_an_api_key_is_sent_and_its_absence_named(expect, speculation, capsys, monkeypatch):
+    monkeypatch.delenv("SGLANG_API_KEY", raising=False)
+    with serving(speculate=speculation(TRAINED), settings=SETTINGS, api_key="sesame") as port:
+        code = main(["canary", "--url", f"http://127.0.0.1:{port}", "--expect", str(expect)])
+        assert code == 2 and "the server wants --api-key" in capsys.readouterr().err
+        code, out = canary(capsys, port, "--expect", str(expect), "--api-key", "sesame")
+    assert code == 0, out
+
+
+def test_an_unreachable_server_exits_2_naming_the_address(expect, capsys):
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    code = main(["canary", "--url", f"http://127.0.0.1:{port}", "--expect", str(expect)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"127.0.0.1:{port}: no server answers" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--url", "localhost:30000"], "http://HOST:PORT"),
+        (["--url", "http://x", "--tolerance", "2"], "--tolerance 2.0"),
+        (["--url", "http://x", "--timeout", "0"], "--timeout 0.0"),
+        (["--url", "http://x", "--expect", "/nonexistent/expect.json"], "cannot be read"),
+    ],
+)
+def test_bad_invocations_exit_2(argv, message, capsys):
+    assert main(["canary", *argv]) == 2
+    assert message in capsys.readouterr().err
