@@ -7,6 +7,7 @@ text configs, index files and safetensors headers are read as the safetensors li
 
 import json
 import os
+import re
 import struct
 import threading
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.core.model_folder import (
+    DTYPE_BITS,
     INDEX,
     LAYER_PREFIX,
     MTP_MODULES,
@@ -298,6 +300,21 @@ def test_a_dtype_safetensors_does_not_define_is_refused_as_safetensors_refuses_i
     )
     with pytest.raises(ModelFolderError, match="the dtype 'F2', which safetensors does not define"):
         safetensors_header(file)
+
+
+def test_every_dtype_the_safetensors_library_reads_is_read(tmp_path):
+    """The library names its dtypes in its error for an unknown one; each is read here too."""
+    from safetensors import SafetensorError, safe_open
+
+    file = tmp_path / "model.safetensors"
+    file.write_bytes(
+        safetensors_bytes({}, header={"w": {"dtype": "F2", "shape": [8], "data_offsets": [0, 2]}})
+    )
+    with pytest.raises(SafetensorError) as refused:
+        safe_open(str(file), framework="numpy")
+    named = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", str(refused.value))) - {"F2"}
+    assert len(named) > 10, refused.value  # the message still lists the dtypes
+    assert named <= set(DTYPE_BITS), sorted(named - set(DTYPE_BITS))
 
 
 @pytest.mark.parametrize("metadata", [5, ["a"], {"a": 1}])
