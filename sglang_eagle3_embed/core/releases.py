@@ -39,11 +39,15 @@ class Release:
     capture_only: bool
     """Whether ``--enable-return-aux-hidden-states`` (capture-only mode, used by ``probe --backend
     engine``) exists."""
+    absent_platform_facts: tuple[str, ...] = ()
+    """Platform facts ``override_platform`` refuses on this release (``check`` answers as the
+    serving GPU through it, ``doctor/serving_machine.py``)."""
 
 
 RELEASES: dict[str, Release] = {
-    # pipeline.py:43 handle_mega_moe; no capture-only fields (exec_.py)
-    "0.5.21": Release("0.5.21", "handle_mega_moe", capture_only=False),
+    # pipeline.py:43 handle_mega_moe; no capture-only fields (exec_.py); no is_mps and no is_sm110
+    # platform fact (runtime_context.py:1771-1785)
+    "0.5.21": Release("0.5.21", "handle_mega_moe", False, absent_platform_facts=("is_mps", "is_sm110")),
     # pipeline.py:45 handle_deprecated_dp_attention; no capture-only fields
     "0.5.22": Release("0.5.22", "handle_deprecated_dp_attention", capture_only=False),
     # pipeline.py:45; capture-only mode at exec_.py:130,152 and validation_hook.py:697-753

@@ -42,6 +42,7 @@ import types
 from dataclasses import dataclass
 
 from sglang_eagle3_embed.core.errors import InputError
+from sglang_eagle3_embed.core.releases import current
 
 __all__ = ["DEFAULT_GPU", "GPUS", "Gpu", "as_serving_machine", "ib_devices", "serving_gpu"]
 
@@ -123,6 +124,8 @@ def as_serving_machine(gpu: Gpu, infiniband: set[str] = frozenset()):
         is_sm120=major == 12, is_blackwell=major in (10, 11, 12), is_hopper_with_cuda_12_3=major == 9,
         has_amx=False, has_flashinfer=True, device_sm=10 * major + minor, device_capability=gpu.capability,
     )  # fmt: skip
+    for absent in current().absent_platform_facts:  # an older release does not ask these
+        facts.pop(absent)
 
     def memory(device=None):
         return gpu.memory_mib

@@ -436,8 +436,11 @@ LAUNCHES = (
     ),
     Launch(
         "deepseek-v3-tokenspeed-on-b200",
-        f"{SGLANG} srt/arg_groups/overrides.py:1244-1247",
-        _line("--model-path deepseek-ai/DeepSeek-V3-0324 --tp 8 --attention-backend tokenspeed_mla"),
+        f"{SGLANG} srt/arg_groups/overrides.py:1244-1247 (0.5.22 requires the fp8 KV cache, 0.5.23 sets it)",
+        _line(
+            "--model-path deepseek-ai/DeepSeek-V3-0324 --tp 8 --attention-backend tokenspeed_mla "
+            "--kv-cache-dtype fp8_e4m3"
+        ),
         gpu="b200",
     ),
     Launch(
