@@ -14,6 +14,12 @@ from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
 from sglang_eagle3_embed.core.hub import locate
 from sglang_eagle3_embed.core.model_folder import config_file, layer_count, read_json
 from sglang_eagle3_embed.core.overrides import apply_overrides
+from sglang_eagle3_embed.core.rule_ids import (
+    DRAFT_CONFIG_SHAPE,
+    DRAFT_IDS_CONFLICT,
+    DRAFT_IDS_INVALID,
+    DRAFT_IDS_MISSING,
+)
 from sglang_eagle3_embed.core.stock_sglang import stock_reading
 
 __all__ = ["add_parser", "run"]
@@ -138,11 +144,11 @@ def _stock_only(args, arch: str, layers: int, draft, stock, stock_fields: dict, 
     return EXIT_OK if ok else EXIT_FINDINGS
 
 
-MALFORMED = ("draft-config-shape", "draft-ids-invalid", "draft-ids-conflict")
+MALFORMED = (DRAFT_CONFIG_SHAPE, DRAFT_IDS_INVALID, DRAFT_IDS_CONFLICT)
 """The capture plan's refusals that hold whatever model reads the config."""
 
 
 def _stock_warning(rule: str, ids, layers: int, arch: str, stock) -> str:
-    if rule == "draft-ids-missing":
+    if rule == DRAFT_IDS_MISSING:
         return missing_advice(layers, stock.indices)
     return undeclared_advice(ids, layers, f"stock SGLang's {arch} ({stock.reading})", stock.indices)

@@ -34,6 +34,17 @@ from sglang_eagle3_embed.core.ids import (
     stock_capture_indices,
     validate_ids,
 )
+from sglang_eagle3_embed.core.rule_ids import (
+    DRAFT_AUX_COUNT,
+    DRAFT_CONFIG_SHAPE,
+    DRAFT_IDS_CONFLICT,
+    DRAFT_IDS_CONVENTION,
+    DRAFT_IDS_MISSING,
+    DRAFT_IDS_RANGE,
+    DRAFT_IDS_UNDECLARED,
+    DRAFT_USE_AUX_OFF,
+    TARGET_CONFIG,
+)
 
 __all__ = ["CapturePlan", "DraftIds", "read_draft_ids", "resolve_capture_plan"]
 
@@ -63,20 +74,24 @@ def _optional(mapping: Mapping, key: str, where: str, kind: type):
         return None
     if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
         return value
-    raise DraftConfigError(f"{where}{key} is {shown(value)}; expected a JSON {kind.__name__}.")
+    raise DraftConfigError(
+        f"{where}{key} is {shown(value)}; expected a JSON {kind.__name__}.", rule=DRAFT_CONFIG_SHAPE
+    )
 
 
 def read_draft_ids(config: Mapping) -> DraftIds:
     """Extract ids, their location, the declared convention and the draft's input count."""
     if not isinstance(config, Mapping):
-        raise DraftConfigError(f"the draft config must be a JSON object, got {type(config).__name__}.")
+        raise DraftConfigError(
+            f"the draft config must be a JSON object, got {type(config).__name__}.", rule=DRAFT_CONFIG_SHAPE
+        )
     nested = config.get(NESTED)
     if nested is not None and not isinstance(nested, Mapping):
         raise DraftConfigError(
             f"{NESTED} is {shown(nested)}; it must be an object. Stock SGLang ignores a malformed "
             f"{NESTED} silently and captures its default layers. Write "
             f'"{NESTED}": {{"{IDS_FIELD}": [...]}}.',
-            rule="draft-config-shape",
+            rule=DRAFT_CONFIG_SHAPE,
         )
     nested = nested or {}
 
@@ -90,7 +105,7 @@ def read_draft_ids(config: Mapping) -> DraftIds:
             f"{NESTED}.{IDS_FIELD} = {shown(found[NESTED])} and top-level {IDS_FIELD} = "
             f"{shown(found[TOP_LEVEL])} disagree. SGLang's target reads the nested list and its "
             f"draft may count the other one; keep one list (or make both equal).",
-            rule="draft-ids-conflict",
+            rule=DRAFT_IDS_CONFLICT,
         )
     source = NESTED if NESTED in found else TOP_LEVEL if TOP_LEVEL in found else DEFAULT
     ids = found.get(NESTED, found.get(TOP_LEVEL))
@@ -104,13 +119,15 @@ def read_draft_ids(config: Mapping) -> DraftIds:
         raise DraftConfigError(
             f"{NESTED}.{CONVENTION_FIELD} = {declared[NESTED].value!r} and top-level "
             f"{CONVENTION_FIELD} = {declared[TOP_LEVEL].value!r} disagree; keep one.",
-            rule="draft-ids-conflict",
+            rule=DRAFT_IDS_CONFLICT,
         )
 
     use_aux = _optional(nested, "use_aux_hidden_state", f"{NESTED}.", bool)
     num_aux = _optional(config, "num_aux_hidden_states", "", int)
     if num_aux is not None and num_aux < 1:
-        raise DraftConfigError(f"num_aux_hidden_states is {num_aux}; it must be a positive integer.")
+        raise DraftConfigError(
+            f"num_aux_hidden_states is {num_aux}; it must be a positive integer.", rule=DRAFT_CONFIG_SHAPE
+        )
     if num_aux is None:
         num_aux = len(found[NESTED]) if NESTED in found else DEFAULT_NUM_AUX
     return DraftIds(
@@ -163,7 +180,7 @@ class CapturePlan:
 def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int, ...], list[Finding]]:
     if draft.ids is None:
         indices = tuple(stock_capture_indices(None, num_layers))
-        warning = Finding("draft-ids-missing", Severity.WARNING, missing_advice(num_layers, indices))
+        warning = Finding(DRAFT_IDS_MISSING, Severity.WARNING, missing_advice(num_layers, indices))
         return Convention.SGLANG_STOCK, indices, [warning]
     if -1 in draft.ids:
         if draft.declared is Convention.HIDDEN_STATES:
@@ -172,7 +189,7 @@ def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int,
                 f"'hidden_states', where the embedding output is 0. Either declare "
                 f"'layer_output' (-1 = embedding output, k = output of layer k) or write the "
                 f"embedding as 0.",
-                rule="draft-ids-convention",
+                rule=DRAFT_IDS_CONVENTION,
             )
         convention = Convention.LAYER_OUTPUT
     elif draft.declared is not None:
@@ -183,7 +200,7 @@ def _interpret(draft: DraftIds, num_layers: int) -> tuple[Convention, tuple[int,
             return Convention.SGLANG_STOCK, indices, []  # a trainer's default where it writes it: read right
         reader = "stock SGLang's first-id heuristic (+1 only when the first id is 1), which the plugin keeps,"
         advice = undeclared_advice(draft.ids, num_layers, reader, indices)
-        return Convention.SGLANG_STOCK, indices, [Finding("draft-ids-undeclared", Severity.WARNING, advice)]
+        return Convention.SGLANG_STOCK, indices, [Finding(DRAFT_IDS_UNDECLARED, Severity.WARNING, advice)]
     return convention, tuple(id_to_capture_index(i, convention) for i in draft.ids), []
 
 
@@ -206,7 +223,7 @@ def _check_range(draft: DraftIds, convention: Convention, indices, num_layers: i
         f"layers; allowed: {allowed}.{hint} The DeepSeek family in SGLang captures the "
         f"embedding output and the outputs of layers 0..{num_layers - 2}; the output of the last "
         f"layer has no capture point. Check that the draft was trained for this target.",
-        rule="draft-ids-range",
+        rule=DRAFT_IDS_RANGE,
     )
 
 
@@ -222,7 +239,7 @@ def resolve_capture_plan(config: Mapping, num_layers: int) -> CapturePlan:
             f"{num_layers!r}; expected a positive integer. Without it the plugin cannot tell which "
             f"layers the draft's ids name, and would stop only while loading the model. Fix: use "
             f"the target's original config.json.",
-            rule="target-config",
+            rule=TARGET_CONFIG,
         )
     draft = read_draft_ids(config)
     if not draft.use_aux_hidden_state:
@@ -231,7 +248,7 @@ def resolve_capture_plan(config: Mapping, num_layers: int) -> CapturePlan:
             f"would read the final hidden state with its fc silently skipped. EAGLE-3 drafts read "
             f"aux hidden states: set it to true, or serve an EAGLE-1/2 draft with "
             f"--speculative-algorithm EAGLE.",
-            rule="draft-use-aux-off",
+            rule=DRAFT_USE_AUX_OFF,
         )
     convention, indices, warnings = _interpret(draft, num_layers)
     _check_range(draft, convention, indices, num_layers)
@@ -242,13 +259,13 @@ def resolve_capture_plan(config: Mapping, num_layers: int) -> CapturePlan:
             f"target with {num_layers} layers; stock SGLang would fail at startup with 'captured "
             f"{len(set(indices))} of {len(indices)} aux hidden states'. List the ids the draft was "
             f"trained on in {NESTED}.{IDS_FIELD}.",
-            rule="draft-ids-range",
+            rule=DRAFT_IDS_RANGE,
         )
     if len(indices) != draft.draft_num_aux:
         raise DraftConfigError(
             f"the target would capture {len(indices)} tensors [{describe_capture_indices(indices)}] "
             f"but the draft's fc reads {draft.draft_num_aux} (num_aux_hidden_states, else the length "
             f"of {NESTED}.{IDS_FIELD}, else 3). Make num_aux_hidden_states equal the number of ids.",
-            rule="draft-aux-count",
+            rule=DRAFT_AUX_COUNT,
         )
     return CapturePlan(draft.ids, draft.source, convention, indices, tuple(warnings))

@@ -8,12 +8,14 @@ model glue raises them at load time, for launches that bypass the launcher's val
 from __future__ import annotations
 
 from sglang_eagle3_embed import FAMILY, MODEL_IMPL
+from sglang_eagle3_embed.core.rule_ids import PIPELINE_PARALLEL, TARGET_NOT_DEEPSEEK, TWO_BATCH_OVERLAP
 
 __all__ = [
     "DraftConfigError",
     "Eagle3EmbedError",
     "InputError",
     "PluginInactiveError",
+    "RuleError",
     "UnsupportedModeError",
     "ValidationError",
     "shown",
@@ -43,14 +45,21 @@ class Eagle3EmbedError(RuntimeError):
     """Base class: every message names what was wrong and how to fix it."""
 
 
-class DraftConfigError(Eagle3EmbedError, ValueError):
-    """The draft's ``config.json`` does not say unambiguously which tensors it reads.
+class RuleError(Eagle3EmbedError):
+    """A refusal that one validation rule reports: ``rule`` is its id (a constant of
+    ``core/rule_ids.py``, a section of ``docs/validation.md``), given where the error is raised, so
+    that what examines the error reads ``rule`` rather than its message."""
 
-    ``rule`` is the id of the validation rule (``docs/validation.md``) the problem belongs to."""
-
-    def __init__(self, message: str, rule: str = "draft-config-shape"):
+    def __init__(self, message: str, rule: str):
         super().__init__(message)
         self.rule = rule
+
+    def __reduce__(self):
+        return type(self), (*self.args, self.rule)
+
+
+class DraftConfigError(RuleError, ValueError):
+    """The draft's ``config.json`` does not say unambiguously which tensors it reads."""
 
 
 class ValidationError(Eagle3EmbedError):
@@ -64,7 +73,7 @@ class ValidationError(Eagle3EmbedError):
         )
 
 
-class UnsupportedModeError(Eagle3EmbedError):
+class UnsupportedModeError(RuleError):
     """A target, parallel or scheduling mode that cannot deliver the captures the draft needs."""
 
     @classmethod
@@ -81,7 +90,8 @@ class UnsupportedModeError(Eagle3EmbedError):
         }.get(reading, "reads the ids its own way (its set_eagle3_layers_to_capture)")
         return cls(
             f"--model-impl {MODEL_IMPL} serves the DeepSeek family ({', '.join(FAMILY)}), but the "
-            f"target resolves to {arch}. SGLang's own {arch} {own}. Fix: drop --model-impl {MODEL_IMPL}."
+            f"target resolves to {arch}. SGLang's own {arch} {own}. Fix: drop --model-impl {MODEL_IMPL}.",
+            rule=TARGET_NOT_DEEPSEEK,
         )
 
     @classmethod
@@ -90,7 +100,8 @@ class UnsupportedModeError(Eagle3EmbedError):
             f"--pp-size {pp_size} with {what}: the embedding output and early layers live on the "
             f"first pipeline stage but SGLang captures aux hidden states on the last stage "
             f"only (srt/models/deepseek_v2.py:3459-3460). Fix: use --tp-size (and DP attention) "
-            f"instead of --pp-size."
+            f"instead of --pp-size.",
+            rule=PIPELINE_PARALLEL,
         )
 
     @classmethod
@@ -99,7 +110,8 @@ class UnsupportedModeError(Eagle3EmbedError):
             f"--enable-two-batch-overlap with {what}: SGLang runs the layers after "
             f"first_k_dense_replace through model_forward_stages, which has no capture point "
             f"(srt/models/deepseek_v2.py:3163-3172, 3202-3210), so aux hidden states would be "
-            f"missing on overlapped batches. Fix: drop --enable-two-batch-overlap."
+            f"missing on overlapped batches. Fix: drop --enable-two-batch-overlap.",
+            rule=TWO_BATCH_OVERLAP,
         )
 
 

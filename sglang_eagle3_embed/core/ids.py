@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from enum import Enum
 
 from sglang_eagle3_embed.core.errors import DraftConfigError, shown
+from sglang_eagle3_embed.core.rule_ids import DRAFT_IDS_CONVENTION, DRAFT_IDS_INVALID
 
 __all__ = [
     "CONVENTION_FIELD",
@@ -80,7 +81,7 @@ def parse_convention(value: object, *, where: str) -> Convention:
         f"{where}{CONVENTION_FIELD} is {shown(value)}; it must be one of {allowed}. "
         f"Use 'layer_output' when id k means the output of layer k and -1 the embedding "
         f"output, 'hidden_states' when id j means HF output_hidden_states[j] (0 = embedding).",
-        rule="draft-ids-convention",
+        rule=DRAFT_IDS_CONVENTION,
     )
 
 
@@ -144,19 +145,19 @@ def validate_ids(value: object, *, where: str) -> tuple[int, ...]:
         raise DraftConfigError(
             f"{field} is {shown(value)}; it must be a list of integer layer ids, "
             f"e.g. [-1, 2, 30] for cat([embedding output, output of layer 2, output of layer 30]).",
-            rule="draft-ids-invalid",
+            rule=DRAFT_IDS_INVALID,
         )
     if not value:
         raise DraftConfigError(
             f"{field} is empty; list the layers the draft was trained on, e.g. [-1, 2, 30].",
-            rule="draft-ids-invalid",
+            rule=DRAFT_IDS_INVALID,
         )
     bad = [v for v in value if isinstance(v, bool) or not isinstance(v, int)]
     if bad:
         raise DraftConfigError(
             f"{field} = {shown(value)} contains non-integer entries {shown(bad)}; "
             f"write each layer id as a JSON integer.",
-            rule="draft-ids-invalid",
+            rule=DRAFT_IDS_INVALID,
         )
     seen: set[int] = set()
     dups = sorted({v for v in value if v in seen or seen.add(v)})
@@ -164,6 +165,6 @@ def validate_ids(value: object, *, where: str) -> tuple[int, ...]:
         raise DraftConfigError(
             f"{field} = {shown(value)} repeats {shown(dups)}; each captured tensor must be listed "
             f"once, in the order the draft was trained on.",
-            rule="draft-ids-invalid",
+            rule=DRAFT_IDS_INVALID,
         )
     return tuple(value)

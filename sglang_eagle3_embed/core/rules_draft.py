@@ -11,6 +11,23 @@ from sglang_eagle3_embed.core.deployment import Deployment, positive_int
 from sglang_eagle3_embed.core.draft_config import CapturePlan
 from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
+from sglang_eagle3_embed.core.rule_ids import (
+    DRAFT_AUX_COUNT,
+    DRAFT_CONFIG_SHAPE,
+    DRAFT_CONFIG_UNREADABLE,
+    DRAFT_IDS_CONFLICT,
+    DRAFT_IDS_CONVENTION,
+    DRAFT_IDS_INVALID,
+    DRAFT_IDS_MISSING,
+    DRAFT_IDS_RANGE,
+    DRAFT_IDS_UNDECLARED,
+    DRAFT_TARGET_HIDDEN,
+    DRAFT_USE_AUX_OFF,
+    DRAFT_VOCAB,
+    DRAFT_WEIGHTS_UNREADABLE,
+    STOCK_MISREADS_DRAFT,
+    TARGET_CONFIG,
+)
 from sglang_eagle3_embed.core.rule_registry import Stage, rule
 from sglang_eagle3_embed.core.stock_sglang import reading_of, stock_reading
 
@@ -25,7 +42,7 @@ def plan_of(d: Deployment) -> CapturePlan | NotChecked:
 
 
 @rule(
-    "draft-config-unreadable",
+    DRAFT_CONFIG_UNREADABLE,
     Severity.ERROR,
     Stage.PRE,
     "The draft's config.json cannot be read",
@@ -37,7 +54,7 @@ def _draft_unreadable(d: Deployment):
 
 
 @rule(
-    "draft-weights-unreadable",
+    DRAFT_WEIGHTS_UNREADABLE,
     Severity.ERROR,
     Stage.PRE,
     "The draft's weights cannot be read (an interrupted download, a broken index)",
@@ -84,7 +101,7 @@ def _from_plan(d: Deployment, rule_id: str):
 
 
 @rule(
-    "target-config",
+    TARGET_CONFIG,
     Severity.ERROR,
     Stage.POST,
     "The target's config has no usable layer count",
@@ -98,99 +115,99 @@ def _target_config(d: Deployment):
             f"--model-path, with its original config.json."
         )
         return
-    yield from _from_plan(d, "target-config")
+    yield from _from_plan(d, TARGET_CONFIG)
 
 
 @rule(
-    "draft-config-shape",
+    DRAFT_CONFIG_SHAPE,
     Severity.ERROR,
     Stage.POST,
     "Malformed draft config fields",
     "ignores a malformed eagle_config and captures defaults",
 )
 def _draft_config_shape(d: Deployment):
-    return _from_plan(d, "draft-config-shape")
+    return _from_plan(d, DRAFT_CONFIG_SHAPE)
 
 
 @rule(
-    "draft-ids-invalid",
+    DRAFT_IDS_INVALID,
     Severity.ERROR,
     Stage.POST,
     "Aux layer ids that are not distinct integers",
     "fails late or captures fewer states",
 )
 def _draft_ids_invalid(d: Deployment):
-    return _from_plan(d, "draft-ids-invalid")
+    return _from_plan(d, DRAFT_IDS_INVALID)
 
 
 @rule(
-    "draft-ids-conflict",
+    DRAFT_IDS_CONFLICT,
     Severity.ERROR,
     Stage.POST,
     "Nested and top-level ids (or conventions) disagree",
     "the target reads the nested list while the draft may size its fc from the other",
 )
 def _draft_ids_conflict(d: Deployment):
-    return _from_plan(d, "draft-ids-conflict")
+    return _from_plan(d, DRAFT_IDS_CONFLICT)
 
 
 @rule(
-    "draft-ids-convention",
+    DRAFT_IDS_CONVENTION,
     Severity.ERROR,
     Stage.POST,
     "Id convention invalid or contradicting the ids",
     "guesses the convention from the first id (srt/models/deepseek_v2.py:3458-3473, PR #25454)",
 )
 def _draft_ids_convention(d: Deployment):
-    return _from_plan(d, "draft-ids-convention")
+    return _from_plan(d, DRAFT_IDS_CONVENTION)
 
 
 @rule(
-    "draft-ids-range",
+    DRAFT_IDS_RANGE,
     Severity.ERROR,
     Stage.POST,
     "Ids outside what the target can capture",
     "fails at startup with 'captured k of n aux hidden states' (srt/layers/aux_hidden_states.py:84-90)",
 )
 def _draft_ids_range(d: Deployment):
-    return _from_plan(d, "draft-ids-range")
+    return _from_plan(d, DRAFT_IDS_RANGE)
 
 
 @rule(
-    "draft-use-aux-off",
+    DRAFT_USE_AUX_OFF,
     Severity.ERROR,
     Stage.POST,
     "use_aux_hidden_state is false under EAGLE3",
     "captures nothing and skips the draft's fc silently",
 )
 def _draft_use_aux_off(d: Deployment):
-    return _from_plan(d, "draft-use-aux-off")
+    return _from_plan(d, DRAFT_USE_AUX_OFF)
 
 
 @rule(
-    "draft-aux-count",
+    DRAFT_AUX_COUNT,
     Severity.ERROR,
     Stage.POST,
     "Number of ids differs from what the draft's fc reads",
     "fails in a matmul or a static-buffer copy, or passes garbage",
 )
 def _draft_aux_count(d: Deployment):
-    return _from_plan(d, "draft-aux-count")
+    return _from_plan(d, DRAFT_AUX_COUNT)
 
 
 @rule(
-    "draft-ids-missing",
+    DRAFT_IDS_MISSING,
     Severity.WARNING,
     Stage.POST,
     "No aux layer ids in the draft config",
     "captures its default [2, L//2, L-3] silently (srt/models/deepseek_v2.py:3462-3465)",
 )
 def _draft_ids_missing(d: Deployment):
-    return _as_served(d, "draft-ids-missing")
+    return _as_served(d, DRAFT_IDS_MISSING)
 
 
 @rule(
-    "draft-ids-undeclared",
+    DRAFT_IDS_UNDECLARED,
     Severity.WARNING,
     Stage.POST,
     "Ids without -1 and without a declared convention",
@@ -198,7 +215,7 @@ def _draft_ids_missing(d: Deployment):
     "that reading and asks for a declaration",
 )
 def _draft_ids_undeclared(d: Deployment):
-    return _as_served(d, "draft-ids-undeclared")
+    return _as_served(d, DRAFT_IDS_UNDECLARED)
 
 
 def _as_served(d: Deployment, rule_id: str):
@@ -216,7 +233,7 @@ def _as_served(d: Deployment, rule_id: str):
     stock = stock_reading(d.draft, num_layers, d.target_arch)
     if stock.indices is None:
         yield f"{found[0]} On {d.target_arch}, though, stock SGLang {stock.outcome}."
-    elif rule_id == "draft-ids-missing":
+    elif rule_id == DRAFT_IDS_MISSING:
         yield missing_advice(num_layers, stock.indices)
     else:
         reader = f"stock SGLang's {d.target_arch} ({stock.reading}: +1 to every id)"
@@ -244,7 +261,7 @@ def _described(value, name: str) -> str:
 
 
 @rule(
-    "draft-target-hidden",
+    DRAFT_TARGET_HIDDEN,
     Severity.ERROR,
     Stage.POST,
     "The draft's target_hidden_size differs from the target's hidden_size",
@@ -279,7 +296,7 @@ def _draft_target_hidden(d: Deployment):
 
 
 @rule(
-    "draft-vocab",
+    DRAFT_VOCAB,
     Severity.ERROR,
     Stage.POST,
     "Draft and target vocabularies disagree",
@@ -317,7 +334,7 @@ def _draft_vocab(d: Deployment):
 
 
 @rule(
-    "stock-misreads-draft",
+    STOCK_MISREADS_DRAFT,
     Severity.ERROR,
     Stage.POST,
     "Stock SGLang would capture other tensors than the draft was trained on",

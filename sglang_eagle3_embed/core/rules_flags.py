@@ -10,6 +10,16 @@ from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.deployment import EAGLE_FAMILY, Deployment
 from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.rule_ids import (
+    CUDA_GRAPH_ABOVE_MAX_RUNNING,
+    DRAFT_PATH_MISSING,
+    DRAFT_TOKENS_REWRITTEN,
+    EAGLE_WITH_EAGLE3_DRAFT,
+    MODEL_IMPL_TYPO,
+    PAGE_SIZE_FORCED,
+    PARTIAL_SPEC_TRIPLE,
+    PLUGIN_INACTIVE,
+)
 from sglang_eagle3_embed.core.rule_registry import Stage, rule
 
 
@@ -21,7 +31,7 @@ def _flag(name: str) -> str:
 
 
 @rule(
-    "partial-spec-triple",
+    PARTIAL_SPEC_TRIPLE,
     Severity.ERROR,
     Stage.PRE,
     "Top-k or draft tokens given without the number of steps",
@@ -46,7 +56,7 @@ def _partial_triple(d: Deployment):
 
 
 @rule(
-    "model-impl-typo",
+    MODEL_IMPL_TYPO,
     Severity.ERROR,
     Stage.PRE,
     "A --model-impl that looks like the plugin's but is not",
@@ -65,7 +75,7 @@ def _model_impl_typo(d: Deployment):
 
 
 @rule(
-    "plugin-inactive",
+    PLUGIN_INACTIVE,
     Severity.ERROR,
     Stage.PRE,
     "--model-impl sglang_eagle3_embed given but the plugin is not active",
@@ -80,7 +90,7 @@ def _plugin_inactive(d: Deployment):
 
 
 @rule(
-    "draft-tokens-rewritten",
+    DRAFT_TOKENS_REWRITTEN,
     Severity.ERROR,
     Stage.POST,
     "--speculative-num-draft-tokens silently changed",
@@ -110,7 +120,7 @@ def _draft_tokens_rewritten(d: Deployment):
 
 
 @rule(
-    "page-size-forced",
+    PAGE_SIZE_FORCED,
     Severity.ERROR,
     Stage.POST,
     "--page-size silently changed",
@@ -130,7 +140,7 @@ def _page_size_forced(d: Deployment):
 
 
 @rule(
-    "cuda-graph-above-max-running",
+    CUDA_GRAPH_ABOVE_MAX_RUNNING,
     Severity.WARNING,
     Stage.POST,
     "Decode CUDA graphs larger than the running-request cap",
@@ -154,7 +164,7 @@ def _cuda_graph_above_max_running(d: Deployment):
 
 
 @rule(
-    "draft-path-missing",
+    DRAFT_PATH_MISSING,
     Severity.ERROR,
     Stage.POST,
     "EAGLE-3 without --speculative-draft-model-path",
@@ -187,7 +197,7 @@ def _looks_eagle3(draft: Mapping) -> bool:
 
 
 @rule(
-    "eagle-with-eagle3-draft",
+    EAGLE_WITH_EAGLE3_DRAFT,
     Severity.ERROR,
     Stage.POST,
     "An EAGLE-3 draft served under --speculative-algorithm EAGLE or NEXTN",

@@ -13,12 +13,19 @@ from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.errors import UnsupportedModeError
 from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
+from sglang_eagle3_embed.core.rule_ids import (
+    JSON_OVERRIDE_EAGLE_CONFIG,
+    PIPELINE_PARALLEL,
+    SGLANG_RESOLUTION,
+    TARGET_NOT_DEEPSEEK,
+    TWO_BATCH_OVERLAP,
+)
 from sglang_eagle3_embed.core.rule_registry import Refused, Stage, rule
 from sglang_eagle3_embed.core.stock_sglang import reading_of
 
 
 @rule(
-    "target-not-deepseek",
+    TARGET_NOT_DEEPSEEK,
     Severity.ERROR,
     Stage.POST,
     "--model-impl sglang_eagle3_embed on a target outside the DeepSeek family",
@@ -40,7 +47,7 @@ def _target_not_deepseek(d: Deployment):
 
 
 @rule(
-    "pipeline-parallel",
+    PIPELINE_PARALLEL,
     Severity.ERROR,
     Stage.POST,
     "Pipeline parallelism with EAGLE-3 on the DeepSeek family",
@@ -54,7 +61,7 @@ def _pipeline_parallel(d: Deployment):
 
 
 @rule(
-    "two-batch-overlap",
+    TWO_BATCH_OVERLAP,
     Severity.ERROR,
     Stage.POST,
     "Two-batch overlap with EAGLE-3 on the DeepSeek family",
@@ -76,7 +83,7 @@ def _override_keys(value) -> set[str]:
 
 
 @rule(
-    "json-override-eagle-config",
+    JSON_OVERRIDE_EAGLE_CONFIG,
     Severity.ERROR,
     Stage.POST,
     "--json-model-override-args touching the draft's aux-state fields",
@@ -93,7 +100,7 @@ def _json_override(d: Deployment):
 
 
 @rule(
-    "sglang-resolution",
+    SGLANG_RESOLUTION,
     Severity.ERROR,
     Stage.RESOLUTION,
     "SGLang's own argument resolution refused the launch",

@@ -9,6 +9,7 @@ from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.draft_config import CapturePlan
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
 from sglang_eagle3_embed.core.pd import PEER, Capture, capture_of, id_form, pd_mode, peer_flags
+from sglang_eagle3_embed.core.rule_ids import PD_PEER
 from sglang_eagle3_embed.core.rule_registry import Stage, rule
 
 WHY_STOCK_DIFFERS = {
@@ -45,7 +46,7 @@ def _without_plugin(mode: str, plan: CapturePlan, stock: Capture | NotChecked) -
 
 
 @rule(
-    "pd-peer",
+    PD_PEER,
     Severity.WARNING,
     Stage.POST,
     "A PD prefill or decode server whose other side check cannot see",

@@ -17,6 +17,13 @@ from sglang_eagle3_embed.core.deployment import Deployment, positive_int
 from sglang_eagle3_embed.core.draft_config import CapturePlan
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
 from sglang_eagle3_embed.core.model_folder import MTP_MODULES, describe_layers
+from sglang_eagle3_embed.core.rule_ids import (
+    DRAFT_FC_SKIPPED,
+    DRAFT_FC_WIDTH,
+    DRAFT_LAYER_COUNT,
+    MTP_LAYER_MISSING,
+    TARGET_LAYER_COUNT,
+)
 from sglang_eagle3_embed.core.rule_registry import Stage, rule
 from sglang_eagle3_embed.core.rules_draft import with_plan
 
@@ -59,7 +66,7 @@ def _with_layers(model: str):
 
 
 @rule(
-    "target-layer-count",
+    TARGET_LAYER_COUNT,
     Severity.ERROR,
     Stage.POST,
     "The target's config builds other decoder layers than its weights hold",
@@ -108,7 +115,7 @@ draft (srt/configs/model_config.py:1032-1036)."""
 
 
 @rule(
-    "mtp-layer-missing",
+    MTP_LAYER_MISSING,
     Severity.ERROR,
     Stage.POST,
     "EAGLE without a draft on a target whose weights hold no MTP layer",
@@ -152,7 +159,7 @@ def fc_width_mismatch(fc_in_features: int, plan: CapturePlan, hidden: int) -> st
 
 
 @rule(
-    "draft-fc-width",
+    DRAFT_FC_WIDTH,
     Severity.ERROR,
     Stage.POST,
     "The draft's fc weight does not read len(ids) x target hidden",
@@ -198,7 +205,7 @@ def _no_fc(d: Deployment, plan: CapturePlan) -> str:
 
 
 @rule(
-    "draft-layer-count",
+    DRAFT_LAYER_COUNT,
     Severity.ERROR,
     Stage.POST,
     "The draft's config builds other decoder layers than its weights hold",
@@ -227,7 +234,7 @@ def _draft_layer_count(d: Deployment):
 
 
 @rule(
-    "draft-fc-skipped",
+    DRAFT_FC_SKIPPED,
     Severity.ERROR,
     Stage.POST,
     "The captured width equals the draft's hidden size, so SGLang skips the draft's fc",

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.pd_pair import CHECKS, COMPARED, PairFinding, Side, compare, pair_verdicts
+from sglang_eagle3_embed.core.rule_ids import PD_PEER
 from sglang_eagle3_embed.doctor.check import Check, LaunchArgumentsError, check_launch, render_table, verdicts
 
 __all__ = ["FIRST", "PEER", "PairCheck", "check_pair", "render_pair_json", "render_pair_table"]
 
 FIRST, PEER = "the command line", "the --pd-peer command line"
-PD_PEER_RULE = "pd-peer"
+PD_PEER_RULE = PD_PEER
 """The one-sided rule that names the other side: its warning is answered by the comparison."""
 
 

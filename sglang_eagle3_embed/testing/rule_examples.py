@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sglang_eagle3_embed import MODEL_IMPL
+from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
 
 __all__ = ["BASE_DRAFT", "BASE_TARGET", "EXAMPLES", "Scenario", "launch"]
@@ -86,99 +87,105 @@ class Scenario:
 
 
 EXAMPLES: dict[str, tuple[Scenario, Scenario]] = {
-    "partial-spec-triple": (Scenario(launch(steps=(None, 1, None))), Scenario(launch(steps=(3, 1, 4)))),
-    "model-impl-typo": (Scenario(launch(impl="sglang-eagle3-embed")), Scenario(launch())),
-    "plugin-inactive": (
+    rule_ids.PARTIAL_SPEC_TRIPLE: (
+        Scenario(launch(steps=(None, 1, None))),
+        Scenario(launch(steps=(3, 1, 4))),
+    ),
+    rule_ids.MODEL_IMPL_TYPO: (Scenario(launch(impl="sglang-eagle3-embed")), Scenario(launch())),
+    rule_ids.PLUGIN_INACTIVE: (
         Scenario(env={"SGLANG_PLUGINS": "some_other_plugin"}),
         Scenario(env={"SGLANG_PLUGINS": "eagle3_embed"}),
     ),
-    "draft-tokens-rewritten": (Scenario(launch(steps=(1, 1, 16))), Scenario(launch(steps=(15, 1, 16)))),
-    "page-size-forced": (
+    rule_ids.DRAFT_TOKENS_REWRITTEN: (
+        Scenario(launch(steps=(1, 1, 16))),
+        Scenario(launch(steps=(15, 1, 16))),
+    ),
+    rule_ids.PAGE_SIZE_FORCED: (
         Scenario(launch("--attention-backend", "flashmla", "--page-size", "1")),
         Scenario(launch("--attention-backend", "flashmla", "--page-size", "64")),
     ),
-    "cuda-graph-above-max-running": (
+    rule_ids.CUDA_GRAPH_ABOVE_MAX_RUNNING: (
         Scenario(launch("--cuda-graph-max-bs-decode", "64")),
         Scenario(launch("--cuda-graph-max-bs-decode", "64", "--max-running-requests", "64")),
     ),
-    "draft-path-missing": (Scenario(launch(draft=False)), Scenario(launch())),
-    "mtp-layer-missing": (
+    rule_ids.DRAFT_PATH_MISSING: (Scenario(launch(draft=False)), Scenario(launch())),
+    rule_ids.MTP_LAYER_MISSING: (
         Scenario(launch(algorithm="EAGLE", draft=False, impl=None), target_weights=LAYERS),
         Scenario(launch(algorithm="EAGLE", draft=False, impl=None), target_weights=(*LAYERS, *MTP_LAYER)),
     ),
-    "eagle-with-eagle3-draft": (
+    rule_ids.EAGLE_WITH_EAGLE3_DRAFT: (
         Scenario(launch(algorithm="EAGLE", impl=None)),
         Scenario(launch(algorithm="EAGLE3", impl=None)),
     ),
-    "draft-config-unreadable": (Scenario(draft={"__raw__": "{not json"}), Scenario()),
-    "draft-weights-unreadable": (Scenario(weights=b"\x08\x00\x00\x00"), Scenario(fc_in_features=192)),
-    "target-config": (Scenario(target={"num_hidden_layers": DELETE}), Scenario()),
-    "draft-config-shape": (Scenario(draft={"eagle_config": [-1, 2, 4]}), Scenario()),
-    "draft-ids-invalid": (
+    rule_ids.DRAFT_CONFIG_UNREADABLE: (Scenario(draft={"__raw__": "{not json"}), Scenario()),
+    rule_ids.DRAFT_WEIGHTS_UNREADABLE: (Scenario(weights=b"\x08\x00\x00\x00"), Scenario(fc_in_features=192)),
+    rule_ids.TARGET_CONFIG: (Scenario(target={"num_hidden_layers": DELETE}), Scenario()),
+    rule_ids.DRAFT_CONFIG_SHAPE: (Scenario(draft={"eagle_config": [-1, 2, 4]}), Scenario()),
+    rule_ids.DRAFT_IDS_INVALID: (
         Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 2]}}),
         Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 3]}}),
     ),
-    "draft-ids-conflict": (
+    rule_ids.DRAFT_IDS_CONFLICT: (
         Scenario(draft={IDS_FIELD: [-1, 2, 5]}),
         Scenario(draft={IDS_FIELD: [-1, 2, 4]}),
     ),
-    "draft-ids-convention": (
+    rule_ids.DRAFT_IDS_CONVENTION: (
         Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 4], CONVENTION_FIELD: "hidden_states"}}),
         Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 4], CONVENTION_FIELD: "layer_output"}}),
     ),
-    "draft-ids-range": (
+    rule_ids.DRAFT_IDS_RANGE: (
         Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 7]}}),
         Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 6]}}),
     ),
-    "draft-use-aux-off": (
+    rule_ids.DRAFT_USE_AUX_OFF: (
         Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 4], "use_aux_hidden_state": False}}),
         Scenario(draft={"eagle_config": {IDS_FIELD: [-1, 2, 4], "use_aux_hidden_state": True}}),
     ),
-    "draft-aux-count": (
+    rule_ids.DRAFT_AUX_COUNT: (
         Scenario(draft={"num_aux_hidden_states": 2}),
         Scenario(draft={"num_aux_hidden_states": 3}),
     ),
-    "draft-ids-missing": (Scenario(draft={"eagle_config": DELETE}), Scenario()),
-    "draft-ids-undeclared": (
+    rule_ids.DRAFT_IDS_MISSING: (Scenario(draft={"eagle_config": DELETE}), Scenario()),
+    rule_ids.DRAFT_IDS_UNDECLARED: (
         Scenario(draft={"eagle_config": {IDS_FIELD: [1, 3, 5]}}),
         Scenario(draft={"eagle_config": {IDS_FIELD: [1, 3, 5], CONVENTION_FIELD: "layer_output"}}),
     ),
-    "target-layer-count": (Scenario(target_weights=LAYERS[:6]), Scenario(target_weights=LAYERS)),
-    "draft-fc-width": (Scenario(fc_in_features=128), Scenario(fc_in_features=192)),
-    "draft-layer-count": (
+    rule_ids.TARGET_LAYER_COUNT: (Scenario(target_weights=LAYERS[:6]), Scenario(target_weights=LAYERS)),
+    rule_ids.DRAFT_FC_WIDTH: (Scenario(fc_in_features=128), Scenario(fc_in_features=192)),
+    rule_ids.DRAFT_LAYER_COUNT: (
         Scenario(launch("--json-model-override-args", '{"num_hidden_layers": 2}'), fc_in_features=192),
         Scenario(
             launch("--json-model-override-args", '{"max_position_embeddings": 256}'), fc_in_features=192
         ),
     ),
-    "draft-fc-skipped": (
+    rule_ids.DRAFT_FC_SKIPPED: (
         Scenario(draft={"hidden_size": 192, "target_hidden_size": 64}, fc_in_features=192),
         Scenario(draft={"hidden_size": 64, "target_hidden_size": 64}, fc_in_features=192),
     ),
-    "draft-target-hidden": (
+    rule_ids.DRAFT_TARGET_HIDDEN: (
         Scenario(draft={"target_hidden_size": 32}),
         Scenario(draft={"target_hidden_size": 64}),
     ),
-    "draft-vocab": (Scenario(draft={"vocab_size": 256}), Scenario(draft={"vocab_size": 128})),
-    "stock-misreads-draft": (
+    rule_ids.DRAFT_VOCAB: (Scenario(draft={"vocab_size": 256}), Scenario(draft={"vocab_size": 128})),
+    rule_ids.STOCK_MISREADS_DRAFT: (
         Scenario(launch(impl=None)),
         Scenario(launch(impl=None), draft={"eagle_config": {IDS_FIELD: [0, 3, 5]}}),
     ),
-    "target-not-deepseek": (
+    rule_ids.TARGET_NOT_DEEPSEEK: (
         Scenario(target={"architectures": ["LlamaForCausalLM"], "model_type": "llama"}),
         Scenario(),
     ),
-    "pipeline-parallel": (Scenario(launch("--pp-size", "2")), Scenario(launch("--tp-size", "1"))),
-    "two-batch-overlap": (Scenario(launch("--enable-two-batch-overlap")), Scenario(launch())),
-    "json-override-eagle-config": (
+    rule_ids.PIPELINE_PARALLEL: (Scenario(launch("--pp-size", "2")), Scenario(launch("--tp-size", "1"))),
+    rule_ids.TWO_BATCH_OVERLAP: (Scenario(launch("--enable-two-batch-overlap")), Scenario(launch())),
+    rule_ids.JSON_OVERRIDE_EAGLE_CONFIG: (
         Scenario(launch("--json-model-override-args", '{"eagle_config": {"use_aux_hidden_state": true}}')),
         Scenario(launch("--json-model-override-args", '{"max_position_embeddings": 256}')),
     ),
-    "sglang-resolution": (
+    rule_ids.SGLANG_RESOLUTION: (
         Scenario(launch("--attention-backend", "trtllm_mla")),
         Scenario(launch("--attention-backend", "triton")),
     ),
-    "pd-peer": (
+    rule_ids.PD_PEER: (
         Scenario(launch("--disaggregation-mode", "decode")),
         Scenario(launch("--disaggregation-mode", "null")),
     ),

@@ -1,0 +1,60 @@
+"""The id of every startup rule, each written here once. Pure module.
+
+An id is what a user reads (``[draft-ids-invalid]`` in a finding, a key of ``check --json``, a
+section of ``docs/validation.md``), so it is stable. Everything else names a rule by its constant:
+the ``@rule(...)`` decorator that declares it (``core/rules_*.py``), the errors that carry it
+(:class:`~sglang_eagle3_embed.core.errors.DraftConfigError`'s and
+:class:`~sglang_eagle3_embed.core.errors.UnsupportedModeError`'s ``rule``), the findings the capture
+plan warns with, the code that examines a finding's rule, and the examples of
+:mod:`sglang_eagle3_embed.testing.rule_examples`. ``tests/unit/core/test_rule_ids.py`` keeps every
+rule id string literal of the package in this module.
+
+Listed in the order of :data:`sglang_eagle3_embed.core.rules.RULES`, by the module that declares
+the rule.
+"""
+
+from __future__ import annotations
+
+# rules_flags: the launch flags
+PARTIAL_SPEC_TRIPLE = "partial-spec-triple"
+MODEL_IMPL_TYPO = "model-impl-typo"
+PLUGIN_INACTIVE = "plugin-inactive"
+DRAFT_TOKENS_REWRITTEN = "draft-tokens-rewritten"
+PAGE_SIZE_FORCED = "page-size-forced"
+CUDA_GRAPH_ABOVE_MAX_RUNNING = "cuda-graph-above-max-running"
+DRAFT_PATH_MISSING = "draft-path-missing"
+EAGLE_WITH_EAGLE3_DRAFT = "eagle-with-eagle3-draft"
+
+# rules_draft: the draft, the capture plan it gives, and how it fits the target
+DRAFT_CONFIG_UNREADABLE = "draft-config-unreadable"
+DRAFT_WEIGHTS_UNREADABLE = "draft-weights-unreadable"
+TARGET_CONFIG = "target-config"
+DRAFT_CONFIG_SHAPE = "draft-config-shape"
+DRAFT_IDS_INVALID = "draft-ids-invalid"
+DRAFT_IDS_CONFLICT = "draft-ids-conflict"
+DRAFT_IDS_CONVENTION = "draft-ids-convention"
+DRAFT_IDS_RANGE = "draft-ids-range"
+DRAFT_USE_AUX_OFF = "draft-use-aux-off"
+DRAFT_AUX_COUNT = "draft-aux-count"
+DRAFT_IDS_MISSING = "draft-ids-missing"
+DRAFT_IDS_UNDECLARED = "draft-ids-undeclared"
+DRAFT_TARGET_HIDDEN = "draft-target-hidden"
+DRAFT_VOCAB = "draft-vocab"
+STOCK_MISREADS_DRAFT = "stock-misreads-draft"
+
+# rules_weights: what the weights' headers hold
+TARGET_LAYER_COUNT = "target-layer-count"
+MTP_LAYER_MISSING = "mtp-layer-missing"
+DRAFT_FC_WIDTH = "draft-fc-width"
+DRAFT_LAYER_COUNT = "draft-layer-count"
+DRAFT_FC_SKIPPED = "draft-fc-skipped"
+
+# rules_modes: what the plugin supports, and SGLang's own resolution refusing the launch
+TARGET_NOT_DEEPSEEK = "target-not-deepseek"
+PIPELINE_PARALLEL = "pipeline-parallel"
+TWO_BATCH_OVERLAP = "two-batch-overlap"
+JSON_OVERRIDE_EAGLE_CONFIG = "json-override-eagle-config"
+SGLANG_RESOLUTION = "sglang-resolution"
+
+# rules_pd: a PD-disaggregated side and the other side it cannot see
+PD_PEER = "pd-peer"

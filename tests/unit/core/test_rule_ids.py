@@ -1,0 +1,125 @@
+"""A rule id is written once: as a constant of ``core/rule_ids.py``. The decorator that declares a
+rule, the errors and warnings that carry it, the code that examines a finding's rule and the rule
+examples all name it by that constant (issue #41).
+
+Read from the package's source with ``ast``: a string literal equal to a registered rule id
+anywhere else in ``sglang_eagle3_embed`` is a second spelling that can drift from the first.
+``test_a_planted_duplicate_literal_is_caught`` shows the scan failing on one.
+"""
+
+from __future__ import annotations
+
+import ast
+import pickle
+from pathlib import Path
+
+import pytest
+
+import sglang_eagle3_embed
+from sglang_eagle3_embed.core import rule_ids
+from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.errors import DraftConfigError, RuleError, UnsupportedModeError
+from sglang_eagle3_embed.core.rule_registry import REGISTERED
+from sglang_eagle3_embed.core.rules import RULES
+from sglang_eagle3_embed.testing.rule_examples import EXAMPLES
+
+PACKAGE = Path(sglang_eagle3_embed.__file__).parent
+HOME = Path(rule_ids.__file__).relative_to(PACKAGE).as_posix()
+CONSTANTS = {name: value for name, value in vars(rule_ids).items() if name.isupper()}
+
+
+def package_sources() -> dict[str, str]:
+    """Every module of the package, by its path relative to the package folder."""
+    return {p.relative_to(PACKAGE).as_posix(): p.read_text() for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def rule_id_literals(sources: dict[str, str], ids) -> dict[str, list[str]]:
+    """For each of ``ids``, where in ``sources`` a string literal equal to it is written
+    (``path:line``); f-string parts count."""
+    found: dict[str, list[str]] = {i: [] for i in ids}
+    for path, text in sources.items():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in found:
+                found[node.value].append(f"{path}:{node.lineno}")
+    return found
+
+
+def written_twice(sources: dict[str, str]) -> list[str]:
+    """Each registered rule id not written exactly once, in ``core/rule_ids.py``."""
+    return [
+        f"{rule_id!r} is written at {', '.join(where) or 'no place'}; write it once, in {HOME}"
+        for rule_id, where in rule_id_literals(sources, REGISTERED).items()
+        if len(where) != 1 or not where[0].startswith(f"{HOME}:")
+    ]
+
+
+def test_every_rule_id_is_written_once_in_rule_ids():
+    assert written_twice(package_sources()) == []
+
+
+def test_rule_ids_holds_exactly_the_registered_rules_in_their_order():
+    assert list(CONSTANTS.values()) == list(RULES)
+    assert set(CONSTANTS.values()) == set(REGISTERED)
+    assert all(name == value.upper().replace("-", "_") for name, value in CONSTANTS.items())
+    assert set(EXAMPLES) == set(RULES)
+
+
+@pytest.mark.parametrize(
+    ("module", "planted"),
+    [
+        ("cli/ids.py", 'MALFORMED = ("draft-config-shape", "draft-ids-invalid")\n'),
+        ("core/draft_config.py", 'raise DraftConfigError("x", rule="draft-ids-range")\n'),
+        ("testing/rule_examples.py", 'EXAMPLES["pd-peer"] = EXAMPLES[rule_ids.PD_PEER]\n'),
+        ("doctor/check.py", 'NOT_DEEPSEEK = [f for f in () if f.rule == f"target-not-deepseek"]\n'),
+    ],
+    ids=["a tuple of ids", "an error's rule", "an example key", "an f-string compared"],
+)
+def test_a_planted_duplicate_literal_is_caught(module, planted):
+    sources = package_sources()
+    sources[module] += "\n\n" + planted
+    problems = written_twice(sources)
+    assert problems and all(f"{module}:" in p for p in problems), problems
+
+
+def test_a_rule_id_written_only_outside_rule_ids_is_caught():
+    """A rule declared with its id spelled in the decorator, with no constant, is caught too."""
+    sources = package_sources()
+    sources[HOME] = sources[HOME].replace('PD_PEER = "pd-peer"', 'PD_PEER = "pd" + "-peer"')
+    sources["core/rules_pd.py"] = sources["core/rules_pd.py"].replace("    PD_PEER,\n", '    "pd-peer",\n')
+    [problem] = written_twice(sources)
+    assert problem.startswith("'pd-peer' is written at core/rules_pd.py:"), problem
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ([], rule_ids.DRAFT_CONFIG_SHAPE),
+        ({"eagle_config": 3}, rule_ids.DRAFT_CONFIG_SHAPE),
+        ({"eagle_config": {"use_aux_hidden_state": "yes"}}, rule_ids.DRAFT_CONFIG_SHAPE),
+        ({"num_aux_hidden_states": 0}, rule_ids.DRAFT_CONFIG_SHAPE),
+        ({"eagle_aux_hidden_state_layer_ids": [1, 1]}, rule_ids.DRAFT_IDS_INVALID),
+        ({"eagle_aux_hidden_state_layer_ids": [-1, 2, 99]}, rule_ids.DRAFT_IDS_RANGE),
+    ],
+)
+def test_a_capture_plan_error_carries_its_rule(config, expected):
+    with pytest.raises(DraftConfigError) as caught:
+        resolve_capture_plan(config, 8)
+    assert caught.value.rule == expected
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (UnsupportedModeError.not_deepseek("LlamaForCausalLM"), rule_ids.TARGET_NOT_DEEPSEEK),
+        (UnsupportedModeError.pipeline_parallel(2, "EAGLE3"), rule_ids.PIPELINE_PARALLEL),
+        (UnsupportedModeError.two_batch_overlap("EAGLE3"), rule_ids.TWO_BATCH_OVERLAP),
+        (DraftConfigError("m", rule=rule_ids.DRAFT_IDS_CONFLICT), rule_ids.DRAFT_IDS_CONFLICT),
+    ],
+    ids=["not-deepseek", "pipeline-parallel", "two-batch-overlap", "draft-config"],
+)
+def test_an_error_carries_its_rule_across_pickling(error, expected):
+    """A scheduler process's error keeps its rule and its message when it crosses processes."""
+    assert isinstance(error, RuleError)
+    assert error.rule == expected
+    back = pickle.loads(pickle.dumps(error))
+    assert (type(back), str(back), back.rule) == (type(error), str(error), expected)
