@@ -45,6 +45,7 @@ import time
 from pathlib import Path
 
 from benchmarks import _common as c
+from benchmarks import configs
 from sglang_eagle3_embed.testing import engine_run
 
 NAME = "capture_overhead"
@@ -269,10 +270,9 @@ def gpu_targets(args) -> list[dict]:
 
 def worker_job(target: dict, config: str, args) -> dict:
     """The worker's ServerArgs and shapes: the GPU tests' engine settings (triton attention, pytorch
-    sampling, radix cache off), bf16, CUDA graphs up to the measured shapes. Six workers share the
-    GPU, so the KV pool is capped in tokens, and ``mem_fraction_static`` is high: SGLang sizes the
-    pool from the free memory less (1 - fraction) x the free memory it saw at its start
-    (``srt/mem_cache/kv_cache_configurator.py:3007-3038``), which the other workers' weights shrink."""
+    sampling, radix cache off), bf16, CUDA graphs up to the measured shapes. The workers (a capture
+    x target x replica each) share the GPU, so the KV pool is capped in tokens, and
+    ``mem_fraction_static`` is ``configs.CAPTURE_WORKERS`` (high, whatever their number: see there)."""
     server = dict(engine_run.BUNDLE)
     tokens = args.batch * (args.seq + args.decode_steps + 1)
     server.update(
@@ -280,7 +280,7 @@ def worker_job(target: dict, config: str, args) -> dict:
         dtype="bfloat16",
         load_format=target["load_format"],
         skip_tokenizer_init=True,
-        mem_fraction_static=0.85,
+        mem_fraction_static=configs.CAPTURE_WORKERS,
         max_total_tokens=4 * tokens,
         cuda_graph_max_bs_decode=args.batch,
         cuda_graph_max_bs_prefill=args.batch * args.seq,

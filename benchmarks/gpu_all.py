@@ -9,8 +9,10 @@ Steps, each a subprocess with a time limit (killed with everything it started wh
 2. find or build the GPU-sized tiny pair (``sglang-eagle3-embed pair --size gpu --device cuda``;
    cached in ``$SGLANG_EAGLE3_EMBED_CACHE``: a cache built beforehand, even on a CPU, and copied to
    the GPU machine saves its minutes here);
-3. ``capture_overhead.py --device cuda``: six SGLang ModelRunners started together, timed in turn;
-4. ``speedup.py``: five ``launch_server`` processes side by side, timed in turn by SGLang's client;
+3. ``capture_overhead.py --device cuda``: an SGLang ModelRunner per capture and target, started
+   together, timed in turn;
+4. ``speedup.py``: the ``launch_server`` processes of ``configs.SPEEDUP`` side by side, timed in turn
+   by SGLang's client;
 5. render both from their JSON (partial results too, if a step ran out of time), print the tables,
    and pack every log into ``<results>/logs.tar.gz``.
 

@@ -33,8 +33,8 @@ are a budget guess, so the command prints how often the shallow target's greedy 
 language's likeliest one and how often the draft's first guess is the target's greedy token.
 
 On one H200 the build fits one 10-minute device command, and ``--reuse`` keeps the folders a
-stopped command completed, so a second command finishes the rest; the measured times are in
-docs/benchmarks.md. The deepening holds the shallow, compact and 27-layer fp32 models on the GPU
+stopped command completed, so a second command finishes the rest; each step's seconds are recorded
+in ``OUT/real_pair.json``. The deepening holds the shallow, compact and 27-layer fp32 models on the GPU
 at once (about 80 GB) and writes 38 GB under ``OUT``. Serving it is
 :mod:`benchmarks.real_speedup`'s.
 """

@@ -2,20 +2,21 @@
 alone on the GPU at a time, measured by SGLang's own client.
 
 The pair is :mod:`benchmarks.real_pair`'s (DeepSeek-V2-Lite's shape on all 27 layers, its function
-trained, a draft on ``[-1, a, b]``). Four servers, one after another: no speculation; stock SGLang
-with the same draft (ids at the top level, so it serves its default layers); the plugin at 3 and
-7 steps (top-k 1). Each is started, then at every concurrency warmed up by an untimed run whose
+trained, a draft on ``[-1, a, b]``). The servers of ``configs.REAL_SPEEDUP`` (``benchmarks/configs.py``),
+one after another: no speculation; stock SGLang with the same draft (ids at the top level, so it
+serves its default layers); the plugin at 3 and 7 steps (top-k 1). Each is started, then at every concurrency warmed up by an untimed run whose
 throughput sizes the timed runs (``--seconds`` of work per concurrency over all rounds), then
 timed for ``--rounds`` rounds, the order of the concurrencies rotating from round to round, by
 ``python -m sglang.benchmark.serving`` on a ``custom`` dataset of the pair's language. Reported per
 server and concurrency: output tokens/s (median, min-max over rounds), median TPOT and TTFT, the
 accept length the client reads from the server, the timed seconds, and the median of each round's
-ratio to no speculation's same round. Beside the measured ratio: the one derived from the step
-times of ``benchmarks/step_times.py`` (``docs/img/step_times.json``: V2-Lite's decode and
-speculative step at batch 1, 8 and 32, 3 steps) times the accept length measured here.
+ratio to no speculation's same round. Beside the measured ratio, for the servers that take the
+step it times: the one derived from the step times of ``benchmarks/step_times.py`` (its result,
+``--step-times``, by default ``step_times.json`` in ``--results``: V2-Lite's decode and speculative
+step at batch 1, 8 and 32, 3 steps) times the accept length measured here; ``-`` without it.
 
     python -m benchmarks.real_speedup --pair /tmp/rp --configs "no speculation" --logs L --results R
-    python -m benchmarks.real_speedup --quick --from-json A.json B.json --results docs/img   # render
+    python -m benchmarks.real_speedup --quick --from-json A.json B.json --results R   # render
 
 A run writes its JSON after every timed run, so a stopped command keeps what it measured;
 ``--from-json`` merges several runs' servers into one result.
@@ -29,22 +30,16 @@ import statistics
 from itertools import pairwise
 from pathlib import Path
 
-from benchmarks import _common, speedup
+from benchmarks import _common, configs, speedup
 from sglang_eagle3_embed.testing.server_run import Server, bench_command, client_record, run_client
 
 NAME = "real_speedup"
-CONFIGS = {
-    k: speedup.CONFIGS[k]
-    for k in ("no speculation", "stock SGLang, 3 steps", "plugin, 3 steps", "plugin, 7 steps")
-}
-SHARED = dict(dtype="bfloat16", mem_fraction_static=0.6, max_total_tokens=65536, max_running_requests=64,
-              cuda_graph_max_bs_decode=64, cuda_graph_max_bs_prefill=512)  # fmt: skip
-"""Every server's (one at a time): the target's 31 GB of weights, a KV pool for 64 requests, decode
-graphs up to 64 requests, prefill graphs up to 512 tokens rather than SGLang's 8192."""
+SUITE = configs.REAL_SPEEDUP
+CONFIGS = SUITE.servers
+"""The servers, by name (``configs.SERVERS``), in the order a merged result shows them."""
 KEYS = (*speedup.RESULT_KEYS, "duration")
-STEP_TIMES = _common.ROOT / "docs" / "img" / "step_times.json"
-DERIVED_FOR = {"stock SGLang, 3 steps", "plugin, 3 steps"}
-"""The servers whose speculative step the step-time benchmark measured (3 steps, top-k 1)."""
+STEP_TIMES = "step_times.json"
+"""``step_times.py``'s result, read from ``--results`` unless ``--step-times`` names another."""
 
 
 def timed_prompts(throughput: float, output_len: int, seconds: float, concurrency: int, cap: int) -> int:
@@ -115,8 +110,8 @@ def measure(args) -> dict:
 
 
 def server_kwargs(name: str, target, drafts: dict) -> dict:
-    """``launch_server``'s arguments for the server ``name``: speedup.py's, with :data:`SHARED`."""
-    return speedup.server_kwargs(CONFIGS[name], target, drafts) | SHARED
+    """``launch_server``'s arguments for the server ``name`` of :data:`SUITE`."""
+    return SUITE.kwargs(name, target, drafts)
 
 
 def _bench(server, dataset, pair, concurrency, prompts, args, out, seed):
@@ -153,11 +148,12 @@ def step_ratio(steps: dict, concurrency: int) -> float | None:
 
 
 def derived(summary: dict, steps: dict | None) -> dict:
-    """Per server and concurrency: the step-time formula's ratio (accept length x decode step /
-    speculative step) at the accept length measured here."""
+    """Per server that takes the speculative step ``step_times.py`` times (``configs.same_step``)
+    and concurrency: the step-time formula's ratio (accept length x decode step / speculative step)
+    at the accept length measured here."""
     out = {}
     for name, by_c in summary.items():
-        if name not in DERIVED_FOR or steps is None:
+        if not configs.same_step(name) or steps is None:
             continue
         for c, s in by_c.items():
             ratio = step_ratio(steps, int(c))
@@ -177,9 +173,15 @@ def summarize(result: dict) -> dict:
     return summary
 
 
-def render(result: dict) -> str:
+def step_times(path: Path) -> dict | None:
+    """V2-Lite's step times from ``step_times.py``'s result at ``path``; None without one."""
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())["models"].get("v2-lite")
+
+
+def render(result: dict, steps: dict | None = None) -> str:
     summary = summarize(result)
-    steps = json.loads(STEP_TIMES.read_text())["models"]["v2-lite"] if STEP_TIMES.exists() else None
     formula = derived(summary, steps)
     header = ["server", "concurrency", "output tokens/s (min-max)", "TPOT ms", "TTFT ms", "accept length",
               "timed s (requests/round)", "vs no speculation", "derived"]  # fmt: skip
@@ -215,15 +217,22 @@ def main() -> dict:
     p.add_argument("--output-len", type=int, default=128)
     p.add_argument("--dataset-size", type=int, default=2048, help="most requests one timed run sends")
     p.add_argument("--name", default=NAME, help="the result's file name (one per command)")
+    p.add_argument(
+        "--step-times", type=Path, help=f"step_times.py's result (default: {STEP_TIMES} in --results)"
+    )
     args = p.parse_args()
+
+    def table(result: dict) -> str:
+        return render(result, step_times(args.step_times or args.results / STEP_TIMES))
+
     if args.from_json:
         result = merged([json.loads(f.read_text()) for f in args.from_json])
-        return _common.publish(args, NAME, result, plot, render, measured_on=None)
+        return _common.publish(args, NAME, result, plot, table, measured_on=None)
     if args.pair is None:
         p.error("--pair is required to measure")
     _common.require_cuda("real_speedup.py")
     result = measure(args)
-    return _common.publish(args, args.name, result, plot, render, measured_on="cuda")
+    return _common.publish(args, args.name, result, plot, table, measured_on="cuda")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
 """Speed as users measure it: SGLang's own serving benchmark against ``launch_server``.
 
 The GPU pair (its tokenizer makes the pair's language text) is served by ``python -m
-sglang.launch_server`` five ways, side by side with capped KV pools: no speculation; stock SGLang
-with the same draft (top-level ids, so it serves its default layers); the plugin at 3 and 7 steps
-with top-k 1; the plugin with a tree (top-k 4, 8 draft tokens). Each is measured alone by SGLang's
-client, ``python -m sglang.benchmark.serving`` (``sglang.bench_serving`` in older releases), on a
-``custom`` dataset of the pair's language written as text, at each concurrency in
-``--concurrency``, after its own warm-up requests, for ``--rounds`` rounds in rotating order. Reported:
-output tokens/s, median time per output token, the accept length bench_serving reads from the
-server, the spread between rounds, and each one's ratio to no speculation in the same round.
+sglang.launch_server`` in every configuration of ``configs.SPEEDUP`` (``benchmarks/configs.py``: no
+speculation; stock SGLang with the same draft, top-level ids, so it serves its default layers; the
+plugin at several steps and with a tree), side by side with capped KV pools, each server's memory
+share the suite's divided among them. Each is measured alone by SGLang's client, ``python -m
+sglang.benchmark.serving`` (``sglang.bench_serving`` in older releases), on a ``custom`` dataset of
+the pair's language written as text, at each concurrency in ``--concurrency``, after its own warm-up
+requests, for ``--rounds`` rounds in rotating order. Reported: output tokens/s, median time per
+output token, the accept length bench_serving reads from the server, the spread between rounds, and
+each one's ratio to no speculation in the same round.
 
     python -m benchmarks.speedup --logs /tmp/speedup                         # on the GPU machine
     python -m benchmarks.speedup --quick --from-json results/speedup.json    # render only
@@ -24,7 +25,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from benchmarks import _common
+from benchmarks import _common, configs
 from sglang_eagle3_embed.testing.server_run import (
     Server,
     bench_command,
@@ -35,32 +36,16 @@ from sglang_eagle3_embed.testing.server_run import (
 
 NAME = "speedup"
 CONCURRENCY = (1, 4, 16, 64)
-SPEC = {"speculative_algorithm": "EAGLE3"}
-CONFIGS = {
-    "no speculation": {},
-    "stock SGLang, 3 steps": {"draft": "top-level", **SPEC, "speculative_num_steps": 3,
-                              "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4},
-    "plugin, 3 steps": {"draft": "nested", **SPEC, "speculative_num_steps": 3, "speculative_eagle_topk": 1,
-                        "speculative_num_draft_tokens": 4},
-    "plugin, 7 steps": {"draft": "nested", **SPEC, "speculative_num_steps": 7, "speculative_eagle_topk": 1,
-                        "speculative_num_draft_tokens": 8},
-    "plugin, tree": {"draft": "nested", **SPEC, "speculative_num_steps": 3, "speculative_eagle_topk": 4,
-                     "speculative_num_draft_tokens": 8},
-}  # fmt: skip
-SHARED = dict(dtype="bfloat16", mem_fraction_static=0.15, max_total_tokens=32768, max_running_requests=64,
-              cuda_graph_max_bs_decode=64, cuda_graph_max_bs_prefill=512)  # fmt: skip
-"""Every server's: a capped KV pool (five share the GPU), decode graphs up to the most requests in
-flight, prefill graphs up to the largest prefill here (64 prompts of 8 tokens) rather than SGLang's
-8192 tokens, which would add a minute to each start."""
-
-
+SUITE = configs.SPEEDUP
+CONFIGS = SUITE.servers
+"""The servers, by name (``configs.SERVERS``), in the order they are started and rotated."""
 RESULT_KEYS = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "accept_length", "completed")
 
 
 def summarize(rounds: dict[str, dict[str, list[dict]]]) -> dict:
     """Per configuration and concurrency: medians over rounds, the spread (min-max) of tokens/s, and
     the median of each round's ratio to no speculation (None where no speculation was not run)."""
-    base = rounds.get("no speculation")
+    base = rounds.get(configs.BASELINE)
     out = {}
     for name, by_c in rounds.items():
         out[name] = {}
@@ -99,7 +84,8 @@ def plot(result: dict, results_dir: Path, name: str = NAME, title: str | None = 
     summary = summarize(result["rounds"])
     for server, by_c in summary.items():
         levels = [int(c) for c in by_c]
-        style = {"linestyle": "--" if server.startswith("stock") else "-", "marker": "o", "label": server}
+        stock = server in configs.SERVERS and configs.SERVERS[server].stock
+        style = {"linestyle": "--" if stock else "-", "marker": "o", "label": server}
         left.plot(levels, [s["tokens_per_s"] for s in by_c.values()], **style)
         right.plot(levels, [s["vs_no_speculation"] or float("nan") for s in by_c.values()], **style)
     panels = [(left, "output tokens/s (median)"), (right, "tokens/s vs no speculation")]
@@ -112,15 +98,10 @@ def plot(result: dict, results_dir: Path, name: str = NAME, title: str | None = 
     return _common.save_figure(fig, results_dir, name)
 
 
-def server_kwargs(config: dict, target, drafts: dict) -> dict:
-    """``launch_server``'s arguments for one of ``CONFIGS`` (``drafts``: folder by placement); a
-    nested draft is served by the plugin, a top-level one by stock SGLang."""
-    kwargs = {"model_path": str(target), **SHARED, **{k: v for k, v in config.items() if k != "draft"}}
-    if "draft" in config:
-        kwargs["speculative_draft_model_path"] = str(drafts[config["draft"]])
-    if config.get("draft") == "nested":
-        kwargs["model_impl"] = "sglang_eagle3_embed"
-    return kwargs
+def server_kwargs(name: str, target, drafts: dict) -> dict:
+    """``launch_server``'s arguments for the server ``name`` of :data:`SUITE` (``drafts``: folder by
+    placement); a nested draft is served by the plugin, a top-level one by stock SGLang."""
+    return SUITE.kwargs(name, target, drafts)
 
 
 def measure(args) -> dict:
@@ -136,9 +117,9 @@ def measure(args) -> dict:
     most = prompts_at(max(args.concurrency), args.num_prompts)
     dataset = write_dataset(pair, logs / "language.jsonl", most, args.prompt_len, args.output_len)
     servers = {}
-    for name, config in CONFIGS.items():  # ports chosen here, apart from each other
+    for name in CONFIGS:  # ports chosen here, apart from each other
         label = name.replace(" ", "-").replace(",", "")
-        kwargs = server_kwargs(config, pair.target, drafts)
+        kwargs = server_kwargs(name, pair.target, drafts)
         servers[name] = Server(label, kwargs, logs, ports=[s.port for s in servers.values()])
     rounds = {name: {str(c): [] for c in args.concurrency} for name in CONFIGS}
     try:

@@ -13,9 +13,13 @@ GPU). At batch 1, 8 and 32 (prompts of 64 tokens) each is warmed up, then timed 
   steps + verify) = (time for N tokens - time for 1) / (verify passes - 1), the verify passes being
   the most any request of the batch took (``spec_verify_ct``); the memory SGLang logs at startup;
 - derived: the tokens/s that speculation gives per request at accept length ``a`` against plain
-  decoding, ``a x decode step / speculative step``, for the accept lengths in ``--accept``.
+  decoding, ``a x decode step / speculative step``, for the accept lengths measured by
+  ``benchmarks/speedup.py`` of its servers that take this step (``configs.same_step``: stock SGLang
+  and the plugin at 3 steps), read from its result (``--accept-from``, by default ``speedup.json``
+  in ``--results``), and any given with ``--accept LABEL=VALUE``. The result records them.
 
     python -m benchmarks.step_times --models kimi-k25 v2-lite --logs /tmp/logs
+    python -m benchmarks.step_times --accept "the seed's report=1.6" --logs /tmp/logs
     python -m benchmarks.step_times --quick --from-json results/step_times.json   # render only
 """
 
@@ -27,16 +31,14 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks import _common
+from benchmarks import _common, configs, speedup
 from sglang_eagle3_embed.doctor.kimi import REAL_TEXT
 
 NAME = "step_times"
 BATCHES = (1, 8, 32)
 PROMPT_LEN = 64
-ACCEPT = {"the seed's report": 1.6, "stock SGLang's defaults": 1.70, "the plugin": 3.03}
-"""Accept lengths the derived ratios are given for: the original report, and stock SGLang and the
-plugin serving the same draft at 3 steps on the GPU pair, as SGLang's serving client reads them
-(``benchmarks/speedup.py``, docs/benchmarks.md)."""
+ACCEPT_FROM = "speedup.json"
+"""``speedup.py``'s result, read from ``--results`` unless ``--accept-from`` names another."""
 
 V2_LITE_TEXT = {
     **REAL_TEXT, "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2",
@@ -53,7 +55,8 @@ model (the same MLA ranks and head dimensions, the first layer dense)."""
 
 
 def write_targets(folder: Path) -> dict[str, dict]:
-    """Config-only target and draft folders: {name: {"target", "draft", "server" (extra args)}}."""
+    """Config-only target and draft folders: {name: {"target", "draft", "suite" (its servers,
+    ``configs.STEP_TIMES``), "layers"}}."""
     from sglang_eagle3_embed.doctor.kimi import write_config_only_kimi
     from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict
 
@@ -79,13 +82,11 @@ def write_targets(folder: Path) -> dict[str, dict]:
         "kimi-k25": {
             "target": str(write_config_only_kimi(folder / "kimi-k25", 4)),
             "draft": draft("kimi-k25", REAL_TEXT, [-1, 1, 2]),
-            # a KV pool of 128k tokens: the rest of the GPU stays free for the draft's prefill
-            "server": {"trust_remote_code": True, "mem_fraction_static": 0.85, "max_total_tokens": 131072, "chunked_prefill_size": 4096},
-            "layers": "4 of 61",
+            "suite": configs.STEP_TIMES["kimi-k25"], "layers": "4 of 61",
         },
         "v2-lite": {
             "target": str(v2), "draft": draft("v2-lite", V2_LITE_TEXT, [-1, 12, 23]),
-            "server": {"mem_fraction_static": 0.6, "max_total_tokens": 131072}, "layers": "27 of 27",
+            "suite": configs.STEP_TIMES["v2-lite"], "layers": "27 of 27",
         },
     }  # fmt: skip
 
@@ -95,6 +96,14 @@ MEMORY_LINES = re.compile(
 )
 
 
+def server_kwargs(target: dict, spec: bool) -> dict:
+    """The target's server from its suite (``configs.STEP_TIMES``): plain decoding, or (``spec``)
+    the plugin's speculative step, its draft's weights dummy too."""
+    suite = target["suite"]
+    kwargs = suite.kwargs(suite.servers[1 if spec else 0], target["target"], {"nested": target["draft"]})
+    return kwargs | ({"speculative_draft_load_format": "dummy"} if spec else {})
+
+
 def measure(target: dict, spec: bool, logs: Path, new_tokens: int, rounds: int) -> dict:
     """One server (plain or the plugin's EAGLE-3): per batch size, the median step time in ms."""
     import random
@@ -102,16 +111,10 @@ def measure(target: dict, spec: bool, logs: Path, new_tokens: int, rounds: int) 
     from sglang_eagle3_embed.testing.server_run import Server
 
     server_args = {
-        "model_path": target["target"], "load_format": "dummy", "skip_tokenizer_init": True,
-        "dtype": "bfloat16", "cuda_graph_max_bs_decode": max(BATCHES), "max_running_requests": max(BATCHES),
-        "context_length": 4096, **target["server"],
+        "load_format": "dummy", "skip_tokenizer_init": True, "dtype": "bfloat16",
+        "cuda_graph_max_bs_decode": max(BATCHES), "max_running_requests": max(BATCHES), "context_length": 4096,
+        **server_kwargs(target, spec),
     }  # fmt: skip
-    if spec:
-        server_args.update(
-            model_impl="sglang_eagle3_embed", speculative_algorithm="EAGLE3",
-            speculative_draft_model_path=target["draft"], speculative_draft_load_format="dummy",
-            speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4,
-        )  # fmt: skip
     name = f"{Path(target['target']).name}-{'plugin' if spec else 'plain'}"
     rng = random.Random(0)
     out = {"steps": {}}
@@ -136,6 +139,45 @@ def measure(target: dict, spec: bool, logs: Path, new_tokens: int, rounds: int) 
         out["log_lines"] = MEMORY_LINES.findall(server.log)
         out["captures"] = [line for line in server.log.splitlines() if "EAGLE-3 draft reads" in line][:1]
     return out
+
+
+def measured_accept(result: dict) -> dict[str, float]:
+    """From ``speedup.py``'s ``result``: the accept length of each of its servers that takes the
+    step timed here (``configs.same_step``), the median over concurrencies of the medians over
+    rounds, to two decimals."""
+    out = {}
+    for name, by_c in speedup.summarize(result["rounds"]).items():
+        accept = [s["accept_length"] for s in by_c.values() if s["accept_length"]]
+        if configs.same_step(name) and accept:
+            out[name] = round(statistics.median(accept), 2)
+    return out
+
+
+def accept_lengths(args, parser) -> dict[str, float]:
+    """The accept lengths of a measurement: those given with ``--accept`` (first, and kept), then
+    those of ``speedup.py``'s result."""
+    given = {}
+    for item in args.accept or []:
+        label, _, value = item.rpartition("=")
+        try:
+            given[label] = float(value)
+        except ValueError:
+            label = ""
+        if not label:
+            parser.error(f"--accept {item!r}: LABEL=VALUE expected")
+    source = args.accept_from or args.results / ACCEPT_FROM
+    if source.exists():
+        measured = measured_accept(json.loads(source.read_text()))
+    elif args.accept_from:
+        parser.error(f"--accept-from {source}: no such file")
+    else:
+        measured = {}
+    accept = {**given, **{k: v for k, v in measured.items() if k not in given}}
+    if not accept:
+        print(
+            f"no accept lengths ({source} not found, no --accept): the derived table stays empty", flush=True
+        )
+    return accept
 
 
 def derived(result: dict) -> list[dict]:
@@ -215,12 +257,19 @@ def main() -> dict:
     p.add_argument("--models", nargs="+", default=["kimi-k25", "v2-lite"], choices=["kimi-k25", "v2-lite"])
     p.add_argument("--modes", nargs="+", default=["plain", "plugin"], choices=["plain", "plugin"])
     p.add_argument("--new-tokens", type=int, default=64)
+    p.add_argument(
+        "--accept-from", type=Path, help=f"speedup.py's result (default: {ACCEPT_FROM} in --results)"
+    )
+    p.add_argument(
+        "--accept", nargs="+", metavar="LABEL=VALUE", help="more accept lengths to derive ratios for"
+    )
     args = p.parse_args()
     result = _common.saved_or_gpu(p, args, "step_times.py")
     if result is None:
+        accept = accept_lengths(args, p)
         args.logs.mkdir(parents=True, exist_ok=True)
         targets = write_targets(args.logs / "models")
-        result = {"accept": ACCEPT, "models": {}, "env": _common.environment("cuda")}
+        result = {"accept": accept, "models": {}, "env": _common.environment("cuda")}
         for model in args.models:
             result["models"][model] = {"layers": targets[model]["layers"]}
             for mode in args.modes:

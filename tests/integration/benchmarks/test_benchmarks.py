@@ -187,24 +187,22 @@ def test_speedup_servers_resolve_in_sglang(tmp_path):
     materialize(Scenario(), tmp_path)  # an 8-layer DeepSeek-V3 target and a [-1, 2, 4] draft
     drafts = {"nested": tmp_path / "draft", "top-level": tmp_path / "draft"}
     seen = {}
-    for name, config in sp.CONFIGS.items():
-        server_args = ServerArgs(**{**sp.server_kwargs(config, tmp_path / "target", drafts), "device": "cpu"})
+    for name in sp.CONFIGS:
+        server_args = ServerArgs(**{**sp.server_kwargs(name, tmp_path / "target", drafts), "device": "cpu"})
         server_args.resolve_once()
-        seen[name] = tuple(
-            resolution_result(server_args, key)
-            for key in (
-                "speculative_algorithm",
-                "speculative_num_draft_tokens",
-                "speculative_eagle_topk",
-                "model_impl",
-            )
+        keys = (
+            "speculative_algorithm",
+            "speculative_num_draft_tokens",
+            "speculative_eagle_topk",
+            "model_impl",
         )
-    assert seen == {
-        "no speculation": (None, None, None, "auto"),
-        "stock SGLang, 3 steps": ("EAGLE3", 4, 1, "auto"),
-        "plugin, 3 steps": ("EAGLE3", 4, 1, "sglang_eagle3_embed"),
-        "plugin, 7 steps": ("EAGLE3", 8, 1, "sglang_eagle3_embed"),
-        "plugin, tree": ("EAGLE3", 8, 4, "sglang_eagle3_embed"),
+        seen[name] = (*(resolution_result(server_args, key) for key in keys), server_args.mem_fraction_static)
+    assert seen == {  # five side by side: 0.15 of the GPU's memory each
+        "no speculation": (None, None, None, "auto", 0.15),
+        "stock SGLang, 3 steps": ("EAGLE3", 4, 1, "auto", 0.15),
+        "plugin, 3 steps": ("EAGLE3", 4, 1, "sglang_eagle3_embed", 0.15),
+        "plugin, 7 steps": ("EAGLE3", 8, 1, "sglang_eagle3_embed", 0.15),
+        "plugin, tree": ("EAGLE3", 8, 4, "sglang_eagle3_embed", 0.15),
     }
 
 
@@ -352,10 +350,10 @@ def test_step_times_renders_measured_and_derived_figures(tmp_path):
 @pytest.mark.parametrize("model", ["kimi-k25", "v2-lite"])
 def test_step_times_launches_pass_the_plugins_checks(model, tmp_path):
     """The real-width launches the benchmark makes, through the plugin's own pre-flight check."""
-    from benchmarks.step_times import write_targets
+    from benchmarks.step_times import server_kwargs, write_targets
 
     target = write_targets(tmp_path)[model]
-    extra = ["--trust-remote-code"] if target["server"].get("trust_remote_code") else []
+    extra = ["--trust-remote-code"] if server_kwargs(target, spec=True).get("trust_remote_code") else []
     run = cli(
         "check", "--model-path", target["target"], "--model-impl", "sglang_eagle3_embed", *extra,
         "--load-format", "dummy", "--skip-tokenizer-init", "--speculative-algorithm", "EAGLE3",
@@ -434,21 +432,30 @@ def test_real_speedup_merges_runs_and_sets_measured_beside_derived(tmp_path):
                 "accept_length": accept, "completed": 8, "duration": 10.0}  # fmt: skip
 
     first = {"rounds": {"no speculation": {"1": [run(100), run(120)]}}, "sizes": {"no speculation": {"1": 8}}}
-    second = {"rounds": {"plugin, 3 steps": {"1": [run(180, 3.0), run(240, 3.0)]}}}
+    second = {"rounds": {"plugin, 3 steps": {"1": [run(180, 3.0), run(240, 3.0)]},
+                         "plugin, 7 steps": {"1": [run(200, 4.0), run(200, 4.0)]}}}  # fmt: skip
+    results = tmp_path / "results"
     for name, result in (("a", first), ("b", second)):
         (tmp_path / f"{name}.json").write_text(json.dumps(result))
-    out = bench(
-        "real_speedup.py", "--quick", "--from-json", tmp_path / "a.json", tmp_path / "b.json",
-        "--results", tmp_path,
-    ).stdout  # fmt: skip
-    assert (tmp_path / "real_speedup.png").read_bytes()[:8] == PNG
-    steps = json.loads(rs.STEP_TIMES.read_text())["models"]["v2-lite"]
-    derived = 3.0 * steps["plain"]["steps"]["1"]["ms"] / steps["plugin"]["steps"]["1"]["ms"]
+    saved = ("--quick", "--from-json", tmp_path / "a.json", tmp_path / "b.json", "--results", results)
+    plugin = "| plugin, 3 steps | 1 | 210 (180-240) | 4.86 | 20 | 3.00 | 20 (None) | 1.90x |"
+    out = bench("real_speedup.py", *saved).stdout  # no step times in --results: nothing derived
+    assert (results / "real_speedup.png").read_bytes()[:8] == PNG
+    assert f"{plugin} - |" in out
+    v2_lite = {"plain": {"steps": {"1": {"ms": 3.0}}}, "plugin": {"steps": {"1": {"ms": 5.0}}}}
+    (results / "step_times.json").write_text(json.dumps({"models": {"v2-lite": v2_lite}}))
+    out = bench("real_speedup.py", *saved).stdout  # step_times.py's result beside it: 3.0 x 3 / 5
     assert "| no speculation | 1 | 110 (100-120) | 9.17 | 20 | - | 20 (8) | 1.00x | - |" in out
+    assert f"{plugin} 1.80x |" in out
     assert (
-        f"| plugin, 3 steps | 1 | 210 (180-240) | 4.86 | 20 | 3.00 | 20 (None) | 1.90x | {derived:.2f}x |"
-        in out
+        "| plugin, 7 steps | 1 | 200 (200-200) | 5.00 | 20 | 4.00 | 20 (None) | 1.83x | - |" in out
+    )  # not its step
+    elsewhere = tmp_path / "step_times.json"
+    elsewhere.write_text(
+        json.dumps({"models": {"v2-lite": {**v2_lite, "plugin": {"steps": {"1": {"ms": 6.0}}}}}})
     )
+    out = bench("real_speedup.py", *saved, "--step-times", elsewhere).stdout
+    assert f"{plugin} 1.50x |" in out
     alone = rs.summarize(rs.merged([second]))  # no baseline measured: no ratio, no crash
     assert alone["plugin, 3 steps"]["1"]["vs_no_speculation"] is None
 
@@ -493,3 +500,108 @@ def test_real_speedup_servers_resolve_in_sglang(tmp_path):
         "plugin, 3 steps": ("EAGLE3", 4, "sglang_eagle3_embed", 0.6),
         "plugin, 7 steps": ("EAGLE3", 8, "sglang_eagle3_embed", 0.6),
     }
+
+
+def test_memory_shares_follow_from_the_servers_side_by_side():
+    """Each server's ``mem_fraction_static`` is its suite's share of the GPU divided among the
+    servers that run at once: one more server side by side gets each a smaller share, servers one
+    at a time get the whole share; no suite hands out more than the GPU."""
+    import dataclasses
+
+    from benchmarks import configs
+
+    suites = [configs.SPEEDUP, configs.REAL_SPEEDUP, *configs.STEP_TIMES.values()]
+    for suite in suites:
+        for name in suite.servers:
+            kwargs = suite.kwargs(name, "/target", {"nested": "/n", "top-level": "/t"})
+            assert kwargs["mem_fraction_static"] == pytest.approx(suite.gpu_share / suite.at_once), name
+        assert suite.at_once * suite.mem_fraction_static <= 1.0
+    assert configs.SPEEDUP.at_once == len(configs.SERVERS) == 5 and configs.REAL_SPEEDUP.at_once == 1
+    fewer = dataclasses.replace(configs.SPEEDUP, servers=configs.SPEEDUP.servers[:4])
+    assert fewer.mem_fraction_static == pytest.approx(configs.SPEEDUP.gpu_share / 4)
+    with pytest.raises(ValueError, match="not in SERVERS"):
+        configs.Suite(("plugin, 9 steps",), {}, 0.5, side_by_side=True)
+
+
+def literals(source: str):
+    """(line, what) of every literal a benchmark's code holds (docstrings, which are prose, left
+    out) that names ``docs/``, and of every ``mem_fraction_static`` given a number."""
+    import ast
+
+    tree = ast.parse(source)
+    prose = {
+        id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        text = node.value if isinstance(node, ast.Constant) and id(node) not in prose else None
+        if isinstance(text, str) and (text.strip("/") == "docs" or "docs/" in text):
+            yield node.lineno, f"reads docs: {node.value!r}"
+        numbers = []
+        if isinstance(node, ast.keyword) and node.arg == "mem_fraction_static":
+            numbers.append(node.value)
+        if isinstance(node, ast.Dict):
+            numbers += [
+                v
+                for k, v in zip(node.keys, node.values)
+                if isinstance(k, ast.Constant) and k.value == "mem_fraction_static"
+            ]
+        for value in numbers:
+            if isinstance(value, ast.Constant) and isinstance(value.value, (int, float)):
+                yield value.lineno, f"mem_fraction_static {value.value} outside benchmarks/configs.py"
+
+
+PLANTED = '''"""Reads docs/img/step_times.json (prose: allowed)."""
+STEP_TIMES = ROOT / "docs" / "img" / "step_times.json"
+SHARED = dict(dtype="bfloat16", mem_fraction_static=0.15)
+SERVER = {"mem_fraction_static": 0.6, "max_total_tokens": 131072}
+OTHER = "docs/img/x.json"
+'''
+
+
+def test_no_benchmark_reads_docs_or_writes_its_own_memory_share():
+    """Benchmarks read results files, never ``docs/``, and take every memory share from the
+    registry (``benchmarks/configs.py``); the check itself finds planted ones."""
+    found = {
+        f"{path.name}:{line}: {what}"
+        for path in sorted((ROOT / "benchmarks").glob("*.py"))
+        for line, what in literals(path.read_text())
+        if not (path.name == "configs.py" and what.startswith("mem_fraction_static"))
+    }
+    assert not found, found
+    planted = [what for _, what in sorted(literals(PLANTED))]
+    assert planted == [
+        "reads docs: 'docs'",
+        "mem_fraction_static 0.15 outside benchmarks/configs.py",
+        "mem_fraction_static 0.6 outside benchmarks/configs.py",
+        "reads docs: 'docs/img/x.json'",
+    ], planted
+
+
+def test_step_times_takes_accept_lengths_from_the_speedup_result(tmp_path):
+    """The accept lengths the derived ratios are given for are measured ones: those of
+    ``speedup.py``'s servers that take the timed step, read from its result (median over
+    concurrencies of the medians over rounds), after any given with ``--accept``."""
+    import argparse
+
+    from benchmarks import step_times as st
+
+    def runs(*accept):
+        return [{"output_throughput": 100.0, "median_tpot_ms": 1.0, "accept_length": a} for a in accept]
+
+    result = {"rounds": {
+        "no speculation": {"1": runs(None, None), "4": runs(None, None)},
+        "stock SGLang, 3 steps": {"1": runs(1.6, 1.8), "4": runs(1.7, 1.7), "16": runs(1.75, 1.75)},
+        "plugin, 3 steps": {"1": runs(2.8, 3.0), "4": runs(3.1, 3.2), "16": runs(3.04, 3.04)},
+        "plugin, 7 steps": {"1": runs(3.8, 3.8)},
+    }}  # fmt: skip
+    assert st.measured_accept(result) == {"stock SGLang, 3 steps": 1.7, "plugin, 3 steps": 3.04}
+    (tmp_path / "speedup.json").write_text(json.dumps(result))
+    p = argparse.ArgumentParser()
+    args = SimpleNamespace(results=tmp_path, accept_from=None, accept=["the seed's report=1.6"])
+    assert list(st.accept_lengths(args, p).items()) == [
+        ("the seed's report", 1.6),
+        ("stock SGLang, 3 steps", 1.7),
+        ("plugin, 3 steps", 3.04),
+    ]
+    args = SimpleNamespace(results=tmp_path / "empty", accept_from=None, accept=None)
+    assert st.accept_lengths(args, p) == {}
