@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from sglang_eagle3_embed.core.model_folder import MTP_MODULES
 
-__all__ = ["Coverage", "draft_layers", "target_coverage"]
+__all__ = ["Coverage", "absent", "draft_layers", "target_coverage"]
 
 MIDLAYER = ("midlayer.", "model.midlayer.")
 DRAFT_LAYERS = ("layers.", "model.layers.")
@@ -22,8 +22,8 @@ DRAFT_LAYERS = ("layers.", "model.layers.")
 class Coverage(NamedTuple):
     count: int
     """The decoder layers the config builds (``num_hidden_layers``)."""
-    missing: tuple[int, ...]
-    """Layers the config builds (or that lie below a held one) that the weights lack."""
+    missing: tuple[range, ...]
+    """Runs of layers the config builds (or that lie below a held one) that the weights lack."""
     extra: tuple[int, ...]
     """Layers the weights hold that the config does not build (MTP layers it allows excepted)."""
     plain: int
@@ -45,10 +45,23 @@ def target_coverage(text: Mapping, layers: Mapping[int, frozenset[str]]) -> Cove
     nextn = text.get("num_nextn_predict_layers")
     nextn = nextn if type(nextn) is int and nextn > 0 else 0
     top = max(layers, default=-1) + 1
-    missing = tuple(sorted(set(range(max(count, top))) - set(layers)))
+    missing = absent(max(count, top), layers)
     extra = tuple(i for i in layers if i >= count and not (i < count + nextn and layers[i] & MTP_MODULES))
     plain = next((i for i in layers if layers[i] & MTP_MODULES), top)
     return Coverage(count, missing, extra, plain)
+
+
+def absent(count: int, held) -> tuple[range, ...]:
+    """The runs of ``0 .. count - 1`` that ``held`` lacks, without listing them: a config may name
+    any count."""
+    runs, start = [], 0
+    for i in sorted(i for i in held if i < count):
+        if i > start:
+            runs.append(range(start, i))
+        start = i + 1
+    if start < count:
+        runs.append(range(start, count))
+    return tuple(runs)
 
 
 def draft_layers(names) -> frozenset[int]:

@@ -423,13 +423,17 @@ def decoder_layers(names, prefixes=(LAYER_PREFIX,)) -> dict[int, frozenset[str]]
 
 
 def describe_layers(indices) -> str:
-    """Layer indices as runs, for a message: ``layers 0-6``, ``layers 0-2, 4-6``, ``layer 3``."""
+    """Layer indices as runs, for a message: ``layers 0-6``, ``layers 0-2, 4-6``, ``layer 3``.
+    ``indices`` holds ints, or ``range`` runs (a count from a config can be too large to list)."""
+    spans = sorted(
+        {(i.start, i.stop - 1) if isinstance(i, range) else (i, i) for i in indices if i != range(0)}
+    )
     runs: list[list[int]] = []
-    for i in sorted(set(indices)):
-        if runs and i == runs[-1][1] + 1:
-            runs[-1][1] = i
+    for a, b in spans:
+        if runs and a <= runs[-1][1] + 1:
+            runs[-1][1] = max(runs[-1][1], b)
         else:
-            runs.append([i, i])
+            runs.append([a, b])
     if not runs:
         return "no decoder layers"
     text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import wraps
 
-from sglang_eagle3_embed.core.coverage import target_coverage
+from sglang_eagle3_embed.core.coverage import absent, target_coverage
 from sglang_eagle3_embed.core.deployment import Deployment, positive_int
 from sglang_eagle3_embed.core.draft_config import CapturePlan
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
@@ -217,7 +217,7 @@ def _draft_layer_count(d: Deployment):
     count = d.draft_fields.get("num_hidden_layers")
     if not positive_int(count):
         return  # transformers refuses such a config when SGLang reads it
-    missing = sorted(set(range(count)) - d.draft_layers)
+    missing = absent(count, d.draft_layers)
     extra = sorted(i for i in d.draft_layers if i >= count)
     if not missing and not extra:
         return
