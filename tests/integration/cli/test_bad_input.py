@@ -12,20 +12,10 @@ from hypothesis import strategies as st
 
 from sglang_eagle3_embed.core.deployment import text_config
 from sglang_eagle3_embed.core.ids import IDS_FIELD
-from tests.support import in_process
+from tests.support.cli_contract import assert_contract, run
 from tests.support.strategies import JSON, messy_draft_config
 
 QUICK = ["--num-prompts", "4", "--new-tokens", "4", "--num-steps", "2", "--no-progress"]
-
-
-run = in_process
-
-
-def assert_contract(code, out, err, as_json=False):
-    assert code in (0, 1, 2), (code, out[-2000:], err[-2000:])
-    assert "Traceback" not in out + err, (out + err)[-3000:]
-    if as_json:
-        json.loads(out)
 
 
 def copy_folder(src, dst):
