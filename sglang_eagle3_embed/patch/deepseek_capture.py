@@ -88,7 +88,10 @@ def refuse_unsupported_modes() -> None:
 
 
 def install(causal_lm: DeepseekV2ForCausalLM) -> None:
-    """Refuse unsupported modes, then give ``causal_lm``'s body the ordered, checked capture."""
+    """Refuse unsupported modes, then give ``causal_lm``'s body the ordered, checked capture.
+
+    Runs once per model, in the constructor of the plugin's classes
+    (:mod:`sglang_eagle3_embed.patch.deepseek_models`); :func:`apply_plan` only checks it ran."""
     refuse_unsupported_modes()
     body = causal_lm.model
     if type(body) is DeepseekV2Model:
@@ -117,8 +120,14 @@ def runtime_draft_config() -> dict | None:
 
 
 def apply_plan(causal_lm: DeepseekV2ForCausalLM, plan: CapturePlan) -> None:
-    """Point ``causal_lm``'s capture at ``plan`` (before CUDA-graph capture, as SGLang does)."""
-    install(causal_lm)
+    """Point ``causal_lm``'s capture at ``plan`` (before CUDA-graph capture, as SGLang does).
+
+    ``causal_lm`` is built by one of the plugin's classes, whose constructor ran :func:`install`."""
+    if not isinstance(causal_lm.model, Eagle3EmbedDeepseekV2Model):
+        raise TypeError(
+            f"sglang_eagle3_embed: the capture is not installed on {type(causal_lm).__name__}: build it "
+            f"with a class of sglang_eagle3_embed.patch.deepseek_models"
+        )
     causal_lm.capture_aux_hidden_states = True
     causal_lm.model.layers_to_capture = plan.layers_to_capture
     causal_lm.model.eagle3_embed_block_order = plan.block_order if plan.needs_reorder else None
@@ -127,11 +136,21 @@ def apply_plan(causal_lm: DeepseekV2ForCausalLM, plan: CapturePlan) -> None:
 def configure(
     causal_lm: DeepseekV2ForCausalLM, stock_ids, draft_config: Mapping | None = None
 ) -> CapturePlan | None:
-    """The plugin's ``set_eagle3_layers_to_capture``.
+    """The plugin's ``set_eagle3_layers_to_capture``: ``stock_ids`` is what SGLang hands it.
 
-    ``stock_ids`` is what SGLang read (nested ids only, or None); the plugin reads the whole
-    draft config instead. Without an EAGLE-3 draft (capture-only mode) SGLang's behaviour is kept.
+    Without an EAGLE-3 draft (capture-only mode) they are used as SGLang would use them.
     """
+    # Why the draft config is read again (SGLang 0.5.23): ``stock_ids`` are complete only without an
+    # EAGLE-3 draft, where they are the --return-aux-hidden-state-layer-ids (or None) and there is no
+    # draft config (srt/model_executor/model_runner_components/spec_aux_hidden_state.py:84-106).
+    # With one, SGLang hands only eagle_config["eagle_aux_hidden_state_layer_ids"], -1 intact, or None
+    # (spec_aux_hidden_state.py:185-196, passed unchanged by attention_backend_setup.py:54-61 from
+    # model_runner.py:1109-1116): None both for top-level ids and for a malformed eagle_config (its
+    # ``except Exception``, :195-196), and never the declared convention, num_aux_hidden_states (the
+    # width the draft's fc reads, srt/models/llama_eagle3.py:156-161) or a disagreeing second list,
+    # which resolve_capture_plan needs in every EAGLE-3 case. SGLang's own reading of the draft
+    # (spec_aux_hidden_state.py:150-155, kept at :166) stays on the model runner, which the model
+    # never sees, so runtime_draft_config repeats that call with the same arguments.
     if draft_config is None:
         draft_config = runtime_draft_config()
     if draft_config is None:

@@ -125,14 +125,18 @@ def test_without_an_eagle3_draft_stock_behaviour_is_kept(tiny):
 
 
 @pytest.mark.parametrize("where", ["nested", "top"])
-def test_set_eagle3_layers_reads_the_draft_like_a_server(tmp_path, tiny, where, caplog):
-    """Through SGLang's own ModelConfig for the draft: top-level ids are honoured, not replaced."""
+def test_set_eagle3_layers_reads_the_draft_like_a_server(tmp_path, tiny, where, caplog, monkeypatch):
+    """Through SGLang's own ModelConfig for the draft: top-level ids are honoured, not replaced.
+    The capture is installed once, by the constructor, not again by the setter."""
     harness, config, hf = tiny
     ids = [2, -1, 1]
     fields = {"eagle_config": {IDS_FIELD: ids}} if where == "nested" else {IDS_FIELD: ids}
+    installed = []
+    monkeypatch.setattr(capture, "install", lambda lm, install=capture.install: installed.append(install(lm)))
     model = harness.sglang_model(models.DeepseekV3ForCausalLM, config, hf)
     with harness.published_eagle3_launch(harness.write_draft(tmp_path, fields)), caplog.at_level("INFO"):
         model.set_eagle3_layers_to_capture(ids if where == "nested" else None)
+    assert len(installed) == 1
     assert model.model.layers_to_capture == [0, 2, 3]
     assert model.model.eagle3_embed_block_order == (2, 0, 1)
     assert "[output of layer 2, embedding output, output of layer 1]" in caplog.text
@@ -140,6 +144,15 @@ def test_set_eagle3_layers_reads_the_draft_like_a_server(tmp_path, tiny, where, 
     got = harness.run_batches(model, config, [[5, 6, 7]], [8], [[9]], rows=[1])[0]
     hs = harness.hf_hidden_states(hf, [5, 6, 7, 8, 9])
     assert torch.allclose(got, torch.cat([hs[3], hs[0], hs[2]], dim=-1), atol=1e-4)
+
+
+def test_a_plan_needs_the_capture_installed_by_the_constructor():
+    plan = capture.resolve_capture_plan({"eagle_config": {IDS_FIELD: [-1, 1]}, "num_aux_hidden_states": 2}, 4)
+    stock = SimpleNamespace(model=SimpleNamespace(layers_to_capture=[]))
+    with pytest.raises(
+        TypeError, match=r"build it with a class of sglang_eagle3_embed\.patch\.deepseek_models"
+    ):
+        capture.apply_plan(stock, plan)
 
 
 def test_bad_draft_config_stops_the_load_with_the_fix(tmp_path, tiny):
