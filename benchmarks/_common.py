@@ -84,17 +84,6 @@ def pair_folders(target: Path | None, draft: Path | None, *, gpu: bool, device: 
     return pair.target, pair.draft
 
 
-def language_prompts(target: Path, num_prompts: int, prompt_len: int, seed: int):
-    """``[num_prompts, prompt_len]`` prompts as the probe CLI makes them by default: the tiny
-    target's own language (uniform tokens for another target), from ``seed``."""
-    from types import SimpleNamespace
-
-    from sglang_eagle3_embed.doctor.request import load_prompts
-
-    cli = dict(prompts=None, seed=seed, target=target, num_prompts=num_prompts, prompt_len=prompt_len)
-    return load_prompts(SimpleNamespace(**cli))
-
-
 def last_error_line(log: str, default: str) -> str:
     """The last line of an engine log that names an error (SGLang's own message), else ``default``."""
     errors = [line for line in log.splitlines() if "Error" in line]

@@ -14,7 +14,6 @@ probe's own.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -62,21 +61,32 @@ def engine_args() -> dict:
 
 
 def measure(args) -> dict:
+    from dataclasses import replace
+
+    from sglang_eagle3_embed.core.model_folder import ModelFolder
     from sglang_eagle3_embed.doctor.backends import make_backend
     from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
     from sglang_eagle3_embed.doctor.probe import run_probe
+    from sglang_eagle3_embed.doctor.request import ProbeRequest, load_prompts
     from sglang_eagle3_embed.doctor.wirings import candidate_wirings
 
     target, draft_dir = pair_folders(args)
-    tokens = c.language_prompts(target, args.num_prompts, args.prompt_len, seed=1234)  # probe's default
-    config = json.loads((draft_dir / "config.json").read_text())
+    request = ProbeRequest(
+        target, draft_dir, device=args.device, num_prompts=args.num_prompts, prompt_len=args.prompt_len,
+        new_tokens=args.new_tokens, num_steps=args.num_steps, progress=not args.no_progress,
+    )  # fmt: skip
+    tokens = load_prompts(request)  # the probe's default prompts (the tiny target's language, its seed)
+    config = ModelFolder.read(request.draft, "--draft").config
     loaded, load_s = {}, {}
     for name in args.backends:
         start = time.perf_counter()
-        device = "cuda" if name == "engine" else args.device  # the engine backend scores on the GPU
-        backend = make_backend(name, target, device, engine_args() if name == "engine" else None)
-        draft, token_map = load_draft(draft_dir, backend.device)
-        loaded[name] = (backend, draft, token_map, candidate_wirings(config, backend.num_layers))
+        engine = name == "engine"  # the engine backend scores on the GPU
+        run = replace(request, backend=name, device="cuda" if engine else request.device,
+                      engine_args=engine_args() if engine else {})  # fmt: skip
+        backend = make_backend(run.backend, run.target, run.device, dict(run.engine_args))  # as probe_folders
+        draft, token_map = load_draft(run.draft, backend.device)
+        wirings = candidate_wirings(config, backend.num_layers, width=draft.captures)  # as probe_folders
+        loaded[name] = (backend, draft, token_map, wirings)
         load_s[name] = time.perf_counter() - start
 
     def probe(name: str, part, progress: bool):
@@ -88,8 +98,8 @@ def measure(args) -> dict:
             token_map,
             wirings,
             part,
-            new_tokens=args.new_tokens,
-            steps=args.num_steps,
+            new_tokens=request.new_tokens,
+            steps=request.num_steps,
             progress=progress,
         )
         return time.perf_counter() - start
@@ -97,7 +107,7 @@ def measure(args) -> dict:
     warmup_s = {}  # lazy imports, kernels, and the engine backend's engines, which start here
     for name in args.backends:
         warmup_s[name] = probe(name, tokens[:2], progress=False)
-    progress = False if args.no_progress else None
+    progress = None if request.progress else False
     seconds = c.interleaved(
         {name: (lambda n=name: probe(n, tokens, progress)) for name in args.backends}, args.repeat, warmup=0
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from sglang_eagle3_embed.cli._exit import EXIT_OK
+from sglang_eagle3_embed.core.draft_config import LLAMA_DRAFT, MLA_DRAFT
 from sglang_eagle3_embed.core.hub import check_repo
 
 __all__ = ["add_parser", "run"]
@@ -38,8 +39,7 @@ def add_parser(sub) -> None:
         "--draft-arch",
         choices=["llama", "mla"],
         default="llama",
-        help="the draft's attention: llama (LlamaForCausalLMEagle3) or mla (Eagle3DeepseekV2ForCausalLM, "
-        "as Kimi-K2.5's MLA drafts)",
+        help=f"the draft's attention: llama ({LLAMA_DRAFT}) or mla ({MLA_DRAFT}, as Kimi-K2.5's MLA drafts)",
     )
     pair.add_argument(
         "--quantization",

@@ -46,12 +46,28 @@ from sglang_eagle3_embed.core.rule_ids import (
     TARGET_CONFIG,
 )
 
-__all__ = ["CapturePlan", "DraftIds", "read_draft_ids", "resolve_capture_plan"]
+__all__ = ["DRAFT_ARCHS", "LLAMA_DRAFT", "MLA_DRAFT", "CapturePlan", "DraftIds", "fc_captures", "fc_width",
+           "read_draft_ids", "resolve_capture_plan"]  # fmt: skip
+
+LLAMA_DRAFT = "LlamaForCausalLMEagle3"
+MLA_DRAFT = "Eagle3DeepseekV2ForCausalLM"
+DRAFT_ARCHS = (LLAMA_DRAFT, MLA_DRAFT)
+"""SGLang 0.5.23's EAGLE-3 draft architectures (Llama and MLA attention)."""
 
 NESTED = "eagle_config"
 TOP_LEVEL = "top level"
 DEFAULT = "SGLang default"
 DEFAULT_NUM_AUX = 3  # llama_eagle3.py / kimi_k25_eagle3.py fall back to 3 aux states
+
+
+def fc_width(captures: int, hidden: int) -> int:
+    """The features a draft's fc reads: ``captures`` target states of width ``hidden``, concatenated."""
+    return captures * hidden
+
+
+def fc_captures(fc_in: int, hidden: int) -> int | None:
+    """How many target states of width ``hidden`` a fc of ``fc_in`` features reads (None: not whole)."""
+    return None if fc_in % hidden else fc_in // hidden
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from functools import wraps
 
 from sglang_eagle3_embed.core.coverage import absent, target_coverage
 from sglang_eagle3_embed.core.deployment import Deployment, positive_int
-from sglang_eagle3_embed.core.draft_config import CapturePlan
+from sglang_eagle3_embed.core.draft_config import CapturePlan, fc_width
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
 from sglang_eagle3_embed.core.model_folder import MTP_MODULES, describe_layers
 from sglang_eagle3_embed.core.rule_ids import (
@@ -148,7 +148,7 @@ def fc_width_mismatch(fc_in_features: int, plan: CapturePlan, hidden: int) -> st
     """What is wrong when a draft's fc reads other than ``len(plan.indices) x hidden`` features
     (None when it reads that): rule ``draft-fc-width``, and ``probe``'s refusal before it loads a
     model (``doctor/request.py``)."""
-    expected = len(plan.indices) * hidden
+    expected = fc_width(len(plan.indices), hidden)
     if fc_in_features == expected:
         return None
     return (

@@ -25,16 +25,19 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from sglang_eagle3_embed.core.draft_config import (
+    DRAFT_ARCHS,
+    LLAMA_DRAFT,
+    MLA_DRAFT,
+    fc_captures,
+    fc_width,
+    read_draft_ids,
+)
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.core.model_folder import read_config
 from sglang_eagle3_embed.doctor.weights import read_safetensors
 
-__all__ = ["DRAFT_ARCHS", "LLAMA_DRAFT", "MLA_DRAFT", "Eagle3Draft", "load_draft"]
-
-LLAMA_DRAFT = "LlamaForCausalLMEagle3"
-MLA_DRAFT = "Eagle3DeepseekV2ForCausalLM"
-DRAFT_ARCHS = (LLAMA_DRAFT, MLA_DRAFT)
-"""SGLang 0.5.23's EAGLE-3 draft architectures, which the probe measures."""
+__all__ = ["Eagle3Draft", "load_draft"]
 
 
 class _MidLayer(nn.Module):
@@ -77,19 +80,16 @@ class _MLAMidLayer(nn.Module):
         self.post_attention_layernorm = DeepseekV3RMSNorm(hidden, eps=eps)
 
 
-def _architecture(config_dict: dict) -> str:
-    archs = config_dict.get("architectures") or [LLAMA_DRAFT]
-    return MLA_DRAFT if MLA_DRAFT in archs else LLAMA_DRAFT
-
-
 class Eagle3Draft(nn.Module):
     """``forward(embeds [B,T,H], aux [B,T,K*Ht]) -> logits [B,T,V]`` with causal attention; the
-    architecture (Llama or MLA attention) is the config's."""
+    architecture (Llama or MLA attention) is the config's. Its fc reads ``captures`` target states
+    (default: as many as SGLang's draft counts in the config, :func:`read_draft_ids`)."""
 
-    def __init__(self, config_dict: dict):
+    def __init__(self, config_dict: dict, captures: int | None = None):
         super().__init__()
         fields = {k: v for k, v in config_dict.items() if k != "eagle_config"}
-        self.architecture = _architecture(config_dict)
+        archs = config_dict.get("architectures") or ()
+        self.architecture = MLA_DRAFT if MLA_DRAFT in archs else LLAMA_DRAFT
         if self.architecture == MLA_DRAFT:
             from transformers import DeepseekV3Config
             from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
@@ -110,10 +110,10 @@ class Eagle3Draft(nn.Module):
             self.config = LlamaConfig(**fields)
             self.config.head_dim = self.config.hidden_size // self.config.num_attention_heads
             layer = _MidLayer
-        ids = config_dict["eagle_config"]["eagle_aux_hidden_state_layer_ids"]
         hidden = self.config.hidden_size
+        self.captures = read_draft_ids(config_dict).draft_num_aux if captures is None else captures
         self.target_hidden = config_dict["target_hidden_size"]
-        self.fc = nn.Linear(len(ids) * self.target_hidden, hidden, bias=False)
+        self.fc = nn.Linear(fc_width(self.captures, self.target_hidden), hidden, bias=False)
         self.midlayer = layer(self.config)
         self.norm = Norm(hidden, eps=self.config.rms_norm_eps)
         self.lm_head = nn.Linear(hidden, config_dict["draft_vocab_size"], bias=False)
@@ -174,15 +174,15 @@ def load_draft(folder: Path, device: str = "cpu"):
     weights.pop("t2d", None)
     fc = weights.get("fc.weight")
     target_hidden = config["target_hidden_size"]
-    if fc is None or fc.dim() != 2 or fc.shape[1] % target_hidden:
+    captures = fc_captures(fc.shape[1], target_hidden) if fc is not None and fc.dim() == 2 else None
+    if captures is None:
         shape = None if fc is None else tuple(fc.shape)
         raise InputError(
             f"{folder}: its fc.weight {shape} does not read a whole number of captures of "
             f"target_hidden_size {target_hidden}"
         )
-    config["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": list(range(fc.shape[1] // target_hidden))}
     try:
-        draft = Eagle3Draft(config)
+        draft = Eagle3Draft(config, captures)
     except Exception as exc:  # transformers validates the fields its own way (strict dataclasses)
         raise InputError(
             f"--draft {folder}: its config.json cannot build the draft's layer "

@@ -147,9 +147,7 @@ def probe_folders(request: ProbeRequest) -> ProbeReport:
             raise InputError(
                 f"--prompts: token id {int(prompts.max())} is outside the target's vocabulary of {vocab}"
             )
-        wirings = candidate_wirings(
-            draft_folder.config, backend.num_layers, width=draft.fc.in_features // draft.target_hidden
-        )
+        wirings = candidate_wirings(draft_folder.config, backend.num_layers, width=draft.captures)
         return run_probe(
             backend,
             draft,

@@ -21,7 +21,7 @@ import torch
 from sglang_eagle3_embed import FAMILY
 from sglang_eagle3_embed.core.atomic import check_writable
 from sglang_eagle3_embed.core.coverage import target_coverage
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.draft_config import DRAFT_ARCHS, fc_captures, resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
 from sglang_eagle3_embed.core.model_folder import (
     DRAFT_LAYER_PREFIXES,
@@ -38,7 +38,6 @@ from sglang_eagle3_embed.core.model_folder import (
     text_config,
 )
 from sglang_eagle3_embed.core.rules_weights import fc_width_mismatch
-from sglang_eagle3_embed.doctor.eagle3_draft import DRAFT_ARCHS
 from sglang_eagle3_embed.doctor.wirings import candidate_wirings
 
 __all__ = [
@@ -280,7 +279,7 @@ def check_capture(target: ModelFolder, draft: ModelFolder) -> None:
     fc = fc_in_features(draft.path, "--draft")
     declared = draft.config.get("target_hidden_size")
     known = fc is not None and isinstance(hidden, int) and hidden > 0 and declared in (None, hidden)
-    if not known or fc % hidden:
+    if not known or (captures := fc_captures(fc, hidden)) is None:
         return
     where = (
         f"--draft {draft.path} (ids in {draft.config_path}, fc.weight in its weights) with --target "
@@ -289,10 +288,10 @@ def check_capture(target: ModelFolder, draft: ModelFolder) -> None:
     try:
         plan = resolve_capture_plan(draft.config, num_layers)
     except DraftConfigError as exc:
-        if not any(w.indices for w in candidate_wirings(draft.config, num_layers, fc // hidden)):
+        if not any(w.indices for w in candidate_wirings(draft.config, num_layers, captures)):
             raise InputError(
                 f"{where}: the plugin refuses the ids ({exc}) and no other reading of them gives the "
-                f"{fc // hidden} captures the draft's fc reads ({fc} features): nothing to compare. "
+                f"{captures} captures the draft's fc reads ({fc} features): nothing to compare. "
                 f"Fix the ids or the checkpoint."
             ) from None
         return
@@ -305,8 +304,8 @@ def check_widths(request: ProbeRequest, backend, draft, token_map) -> None:
     """Before any forward: the draft must read this target's hidden states and vocabulary."""
     hidden = backend.embedding.embedding_dim
     vocab = backend.embedding.num_embeddings
-    fc_in, declared = draft.fc.in_features, draft.target_hidden
-    if declared != hidden or fc_in % hidden:
+    fc_in, declared = draft.fc.in_features, draft.target_hidden  # fc_in: whole captures of declared
+    if declared != hidden:
         raise InputError(
             f"--draft {request.draft} was built for another target: its fc reads {fc_in} features "
             f"(target_hidden_size {declared}), but --target {request.target} has hidden size {hidden}. "

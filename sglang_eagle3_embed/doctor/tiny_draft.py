@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from sglang_eagle3_embed.core.draft_config import LLAMA_DRAFT, MLA_DRAFT
 from sglang_eagle3_embed.doctor.eagle3_draft import Eagle3Draft
 
 __all__ = ["agreement", "draft_config_dict", "mla_draft_config_dict", "train_draft"]
@@ -22,7 +23,7 @@ def mla_draft_config_dict(target_config, ids: list[int]) -> dict:
         hidden, target_config.vocab_size, target_config.num_attention_heads, ids, hidden
     )
     config.update(
-        architectures=["Eagle3DeepseekV2ForCausalLM"], model_type="deepseek_v3", q_lora_rank=hidden,
+        architectures=[MLA_DRAFT], model_type="deepseek_v3", q_lora_rank=hidden,
         kv_lora_rank=target_config.kv_lora_rank, qk_nope_head_dim=target_config.qk_nope_head_dim,
         qk_rope_head_dim=target_config.qk_rope_head_dim, v_head_dim=target_config.v_head_dim,
     )  # fmt: skip
@@ -32,7 +33,7 @@ def mla_draft_config_dict(target_config, ids: list[int]) -> dict:
 def draft_config_dict(hidden: int, vocab: int, heads: int, ids: list[int], target_hidden: int) -> dict:
     """An SGLang-loadable ``config.json`` for the draft (``LlamaForCausalLMEagle3``)."""
     return {
-        "architectures": ["LlamaForCausalLMEagle3"],
+        "architectures": [LLAMA_DRAFT],
         "model_type": "llama",
         "hidden_size": hidden,
         "intermediate_size": 2 * hidden,

@@ -24,7 +24,7 @@ import torch
 from sglang.srt.models.deepseek_v2 import DeepseekV2ForCausalLM, DeepseekV2Model
 
 from sglang_eagle3_embed import MODEL_IMPL
-from sglang_eagle3_embed.core.draft_config import CapturePlan, resolve_capture_plan
+from sglang_eagle3_embed.core.draft_config import CapturePlan, fc_width, resolve_capture_plan
 from sglang_eagle3_embed.core.errors import UnsupportedModeError
 from sglang_eagle3_embed.core.ids import describe_capture_indices
 
@@ -45,10 +45,10 @@ def arrange_captures(aux: torch.Tensor, model: DeepseekV2Model) -> torch.Tensor:
     """Check the packed captures' width and put the blocks in the draft's order."""
     hidden = model.config.hidden_size
     count = len(model.layers_to_capture)
-    if aux.shape[-1] != count * hidden:
+    if aux.shape[-1] != fc_width(count, hidden):
         raise RuntimeError(
             f"sglang_eagle3_embed: the target captured aux hidden states of width {aux.shape[-1]}, "
-            f"expected {count} x hidden {hidden} = {count * hidden} for "
+            f"expected {count} x hidden {hidden} = {fc_width(count, hidden)} for "
             f"[{describe_capture_indices(model.layers_to_capture)}]; refusing to pass a "
             f"misshapen tensor to the draft."
         )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core import rule_ids
+from sglang_eagle3_embed.core.draft_config import LLAMA_DRAFT
 from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
 
 __all__ = ["BASE_DRAFT", "BASE_TARGET", "EXAMPLES", "Scenario", "launch"]
@@ -37,7 +38,7 @@ BASE_TARGET = {
     "max_position_embeddings": 256,
 }
 BASE_DRAFT = {
-    "architectures": ["LlamaForCausalLMEagle3"],
+    "architectures": [LLAMA_DRAFT],
     "model_type": "llama",
     "hidden_size": 64,
     "intermediate_size": 128,
