@@ -87,6 +87,7 @@ class UnsupportedModeError(RuleError):
                 "capture indices there (0 = the embedding output, k = the output of layer k-1), e.g. "
                 "[0, a+1, b+1] for [-1, a, b]"
             ),
+            "none": "has no EAGLE-3 capture in SGLang (no set_eagle3_layers_to_capture): it serves no EAGLE-3 draft",
         }.get(reading, "reads the ids its own way (its set_eagle3_layers_to_capture)")
         return cls(
             f"--model-impl {MODEL_IMPL} serves the DeepSeek family ({', '.join(FAMILY)}), but the "

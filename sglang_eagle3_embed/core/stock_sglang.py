@@ -44,6 +44,7 @@ from sglang_eagle3_embed.core.ids import IDS_FIELD, describe_capture_indices, st
 __all__ = [
     "ADD_ONE",
     "FIRST_ID",
+    "NO_EAGLE3",
     "StockReading",
     "draft_reads",
     "reading_of",
@@ -76,6 +77,11 @@ ADD_ONE = (
 """Architectures whose setter adds 1 to every id and whose loop captures indices ``0..L-1``
 (Gemma 3 and 4 also capture index ``L`` and are left to the RFC's table)."""
 
+NO_EAGLE3 = ("DeepseekV4ForCausalLM",)
+"""Architectures without ``set_eagle3_layers_to_capture`` (DeepSeek-V4 has only
+``set_dspark_layers_to_capture``, ``deepseek_v4.py:4853``): SGLang stops an EAGLE-3 draft on them
+when the model loads (``attention_backend_setup.py:55-60``)."""
+
 _SETTER = {"first-id": "deepseek_v2.py:3458-3473", "add-one": "llama.py:929-941"}
 
 
@@ -85,7 +91,7 @@ class StockReading:
 
     architecture: str | None
     reading: str
-    """``"first-id"``, ``"add-one"`` or ``"not modelled"``."""
+    """``"first-id"``, ``"add-one"``, ``"none"`` (no EAGLE-3 capture) or ``"not modelled"``."""
     indices: tuple[int, ...] | None
     """The capture indices served, ascending (the order the loop packs them); None when the server
     does not serve this draft or the reading is not modelled."""
@@ -152,9 +158,11 @@ def _captured(layers_to_capture: list, num_layers: int) -> list[int]:
 
 def reading_of(architecture: str | None) -> str:
     """How stock SGLang's own model of ``architecture`` turns ids into capture indices:
-    ``first-id``, ``add-one`` or ``not modelled`` (None: the DeepSeek family)."""
+    ``first-id``, ``add-one``, ``none`` or ``not modelled`` (None: the DeepSeek family)."""
     if architecture is None or architecture in FIRST_ID:
         return "first-id"
+    if architecture in NO_EAGLE3:
+        return "none"
     return "add-one" if architecture in ADD_ONE else "not modelled"
 
 
@@ -165,6 +173,14 @@ def stock_reading(
     the DeepSeek family, which the plugin serves) with ``num_layers`` layers. ``width``: how many
     tensors the draft's fc reads when its weights say so; else what the draft config implies."""
     reading = reading_of(architecture)
+    if reading == "none":
+        return StockReading(
+            architecture,
+            reading,
+            None,
+            f"fails at startup: {architecture} has no set_eagle3_layers_to_capture, so SGLang serves no "
+            f"EAGLE-3 draft on it (attention_backend_setup.py:55-60)",
+        )
     if reading == "not modelled":
         return StockReading(
             architecture,

@@ -62,6 +62,31 @@ def _deepseek(repo: str, source: str, **fields) -> Checkpoint:
     return Checkpoint(repo, config, source, layers)
 
 
+def _deepseek_v4(repo: str, source: str) -> Checkpoint:
+    """DeepSeek-V4 keeps the original DeepSeek weight layout (``layers.{i}.attn_norm``, ``embed``,
+    ``mtp.0``), which SGLang renames on load (srt/models/deepseek_v4.py:4620-4622, 5124, 5165)."""
+    config = {
+        "architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "vocab_size": 129280,
+        "hidden_size": 4096, "num_hidden_layers": 43, "num_nextn_predict_layers": 1, "num_attention_heads": 64,
+        "num_key_value_heads": 1, "head_dim": 512, "qk_rope_head_dim": 64, "q_lora_rank": 1024,
+        "o_lora_rank": 1024, "o_groups": 8, "moe_intermediate_size": 2048, "n_routed_experts": 256,
+        "n_shared_experts": 1, "num_experts_per_tok": 6, "num_hash_layers": 3, "scoring_func": "sqrtsoftplus",
+        "routed_scaling_factor": 1.5, "topk_method": "noaux_tc", "norm_topk_prob": True, "index_n_heads": 64,
+        "index_head_dim": 128, "index_topk": 512, "sliding_window": 128, "hc_mult": 4, "hc_sinkhorn_iters": 20,
+        "hc_eps": 1e-6, "compress_rope_theta": 160000, "compress_ratios": [0, 0, *[4, 128] * 20, 4, 0],
+        "max_position_embeddings": 1048576, "rope_theta": 10000, "swiglu_limit": 10.0, "rms_norm_eps": 1e-6,
+        "rope_scaling": {"type": "yarn", "factor": 16, "beta_fast": 32, "beta_slow": 1,
+                         "original_max_position_embeddings": 65536},
+        "tie_word_embeddings": False, "torch_dtype": "bfloat16", "expert_dtype": "fp4",
+        "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                "scale_fmt": "ue8m0", "weight_block_size": [128, 128]},
+    }  # fmt: skip
+    tensors = {f"layers.{i}.attn_norm.weight": [4096] for i in range(43)}
+    tensors.update({"embed.weight": [129280, 4096], "head.weight": [129280, 4096]})
+    tensors.update({f"mtp.0.{m}.weight": [4096] for m in ("enorm", "hnorm")})
+    return Checkpoint(repo, config, source, tensors)
+
+
 def _glm(
     repo: str, arch: str, model_type: str, layers: int, hidden: int, source: str, **fields
 ) -> Checkpoint:
@@ -119,6 +144,12 @@ CHECKPOINTS = {
             index_n_heads=64,
             index_head_dim=128,
             index_topk=2048,
+        ),
+        _deepseek_v4(
+            "deepseek-ai/DeepSeek-V4-Flash",
+            f"{SGLANG} docs_new/cookbook/autoregressive/DeepSeek/DeepSeek-V4.mdx (the repo); its config.json as "
+            "transcribed in public tests (alibaba/rtp-llm's FLASH_BASE_CONFIG, 'as published on HF', plus the "
+            "Instruct repo's expert_dtype fp4 and ue8m0 fp8 quantization_config)",
         ),
         _kimi("moonshotai/Kimi-K2.5", "ai-dynamo/aiconfigurator model_configs (the Kimi-K2.5 layout)"),
         _kimi("moonshotai/Kimi-K2.6", "the Kimi-K2.5 layout (Kimi-K2.6 shares it)"),
@@ -325,6 +356,41 @@ LAUNCHES = (
             "--enable-dp-attention --dist-init-addr 10.0.0.1:5000 --trust-remote-code "
             "--disaggregation-bootstrap-port 8998 --mem-fraction-static 0.9"
         ),
+    ),
+    Launch(
+        "deepseek-v4-flash-mtp",
+        f"{SGLANG} docs_new/src/snippets/configs/deepseek-ai/deepseek-v4.jsx (the DeepSeek-V4 cookbook's "
+        "verified cell h200/flash/fp4/low-latency; --host and --port left out)",
+        _line(
+            "--trust-remote-code --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4 --moe-runner-backend marlin "
+            f"--speculative-algorithm EAGLE {SPEC3}"
+        ),
+        why="its own MTP layer under EAGLE with topk 1, which srt/arg_groups/deepseek_v4_hook.py:148-158 allows",
+    ),
+    Launch(
+        "deepseek-v4-flash-eagle3-plugin",
+        "the control: the DeepSeek-V4 cookbook line with --model-impl sglang_eagle3_embed and an EAGLE-3 draft "
+        "(no V4 draft is published: SpecForge's DeepSeek-V3 draft stands in)",
+        _line(
+            "--trust-remote-code --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4 --moe-runner-backend marlin "
+            "--model-impl sglang_eagle3_embed --speculative-algorithm EAGLE3 --speculative-draft-model-path "
+            f"specforge/deepseek-v3-671b-eagle3 {SPEC3}"
+        ),
+        exit=1,
+        verdicts={"sglang-resolution": "error"},
+        why="SGLang refuses EAGLE3 on DeepseekV4ForCausalLM itself (srt/arg_groups/deepseek_v4_hook.py:148-154), "
+        "before the plugin's rules run",
+    ),
+    Launch(
+        "deepseek-v4-flash-mtp-plugin",
+        "the control: the DeepSeek-V4 cookbook line with --model-impl sglang_eagle3_embed",
+        _line(
+            "--trust-remote-code --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4 --moe-runner-backend marlin "
+            f"--model-impl sglang_eagle3_embed --speculative-algorithm EAGLE {SPEC3}"
+        ),
+        exit=1,
+        verdicts={"target-not-deepseek": "error"},
+        why="DeepseekV4ForCausalLM is not in the family the plugin serves: refused, dropping --model-impl",
     ),
     Launch(
         "kimi-k25-eagle3-cookbook",

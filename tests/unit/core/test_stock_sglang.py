@@ -26,6 +26,11 @@ def nested(ids, **fields):
         ),
         (nested([-1, 2, 6]), "LlamaForCausalLM", "fails at startup: the target captures 2 tensors"),
         (nested([-1, 2, 4]), "GptOssForCausalLM", "not modelled: GptOssForCausalLM"),
+        (
+            nested([-1, 2, 4]),
+            "DeepseekV4ForCausalLM",
+            "fails at startup: DeepseekV4ForCausalLM has no set_eagle3_layers_to_capture",
+        ),
         ({IDS_FIELD: [-1, 2, 4]}, None, "serves [output of layer 1, output of layer 2, output of layer 3]"),
         (nested([-1, 2, 4], use_aux_hidden_state=False), None, "captures nothing"),
         (nested([]), None, "fails at startup: no listed index matches a layer"),
@@ -56,3 +61,14 @@ def test_shown_cuts_long_values():
     assert shown([1, 2, 3]) == "[1, 2, 3]"
     assert shown(list(range(10_000))).endswith("... (10000 entries)]")
     assert len(shown("y" * 10_000)) < 140
+
+
+def test_the_plugin_refusal_on_deepseek_v4_says_it_has_no_eagle3_capture():
+    """DeepSeek-V4 has only a DSpark setter: the refusal must not send the user to its EAGLE-3 one."""
+    from sglang_eagle3_embed.core.errors import UnsupportedModeError
+    from sglang_eagle3_embed.core.stock_sglang import reading_of
+
+    message = str(
+        UnsupportedModeError.not_deepseek("DeepseekV4ForCausalLM", reading_of("DeepseekV4ForCausalLM"))
+    )
+    assert "has no EAGLE-3 capture in SGLang" in message and "reads the ids its own way" not in message
