@@ -2,9 +2,9 @@
 
     python -m benchmarks.acceptance_table LOGDIR [LOGDIR ...]
 
-Reads the engine results (``<name>.json`` written by ``sglang_eagle3_embed.testing.engine_run``; a
-later folder wins) and the offline prediction (``offline.json`` written by
-``tests/gpu/test_acceptance.py``) and prints a Markdown table: accept lengths plugin vs stock vs
+Reads the engine results of the runs in ``sglang_eagle3_embed.testing.acceptance_runs``
+(``<name>.json`` written by ``sglang_eagle3_embed.testing.engine_run``; a later folder wins) and the
+offline prediction (``offline.json`` written by ``tests/gpu/test_acceptance.py``) and prints a Markdown table: accept lengths plugin vs stock vs
 offline, output tokens/s with and without speculation (every prompt at once, and one at a time). An
 engine whose process SGLang killed at startup leaves only its ``<name>.log``: the table shows the
 error line from it.
@@ -16,16 +16,7 @@ from datetime import date
 from pathlib import Path
 
 from benchmarks import _common as c
-
-TRAINED, DEFAULTS = "0,5,11", "2,8,13"
-ROWS = [  # (engine result, label, offline steps, offline wiring)
-    ("no-spec", "no speculation", None, None),
-    ("plugin-steps3-topk1", "plugin, steps 3, top-k 1", "3", TRAINED),
-    ("plugin-steps7-topk1", "plugin, steps 7, top-k 1", "7", TRAINED),
-    ("plugin-steps3-topk4", "plugin, steps 3, top-k 4, 8 draft tokens", "3", TRAINED),
-    ("stock-nested", "stock, nested ids", None, None),
-    ("stock-top-level", "stock, top-level ids (serves its defaults)", "3", DEFAULTS),
-]
+from sglang_eagle3_embed.testing.acceptance_runs import OFFLINE, RUNS, offline_key
 
 
 def _mean(values):
@@ -49,16 +40,19 @@ def _result(folders: list[Path], name: str) -> dict | None:
 def table(folders: list[Path]) -> str:
     offline = {}
     for folder in folders:
-        if (folder / "offline.json").exists():
-            offline = json.loads((folder / "offline.json").read_text())
+        if (folder / OFFLINE).exists():
+            offline = json.loads((folder / OFFLINE).read_text())
     lines, meta, at_once = [], {}, set()
-    for name, label, steps, wiring in ROWS:
-        result = _result(folders, name)
+    for run in RUNS:
+        label = run.label
+        result = _result(folders, run.name)
         if result is None:
             lines.append(f"| {label} | not run | | | |")
             continue
         meta = meta or {k: result.get(k) for k in ("gpu", "sglang") if result.get(k)}
-        predicted = offline.get(steps, {}).get(wiring) if steps else None
+        predicted = None
+        if run.offline_wiring is not None:
+            predicted = offline.get(str(run.offline_steps), {}).get(offline_key(run.offline_wiring))
         pred = f"{predicted:.2f}" if predicted is not None else ""
         if not result.get("ok"):
             lines.append(f"| {label} | fails: {result.get('error', '')[-80:]} | {pred} | | |")

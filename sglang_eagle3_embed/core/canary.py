@@ -44,7 +44,7 @@ __all__ = [
 ]  # fmt: skip
 
 FORMAT = "sglang-eagle3-embed canary expectations"
-VERSION = 1
+VERSION = 2
 WARMUP = "eagle3_embed_canary"
 """The name of the startup self-check in SGLang's warmup registry (``--warmups``)."""
 ENV_FILE = "SGLANG_EAGLE3_EMBED_CANARY"
@@ -64,6 +64,27 @@ SETTINGS = (
     "speculative_num_draft_tokens",
 )
 """The server's settings that change the accept length, as ``/server_info`` names them."""
+ADAPTIVE = "speculative_adaptive"
+"""The server's switch that changes its number of steps as it runs (no fixed prediction holds)."""
+READ = (*SETTINGS, ADAPTIVE)
+"""What the canary reads of a server's settings."""
+
+KINDS = ("plugin", "stock", "literal", "defaults", "convention", "other")
+"""What reading gave a wiring (``doctor/wirings.py`` records one per name): the plugin's, stock
+SGLang's, the ids taken literally, SGLang's default layers, a neighbouring convention or slip, or
+another order."""
+HINTS = {
+    "defaults": "the server is not running the plugin, or the ids are not where it reads them",
+    "stock": "the server reads the ids as stock SGLang does: launch it with --model-impl sglang_eagle3_embed",
+    "convention": (
+        "the server reads the draft's ids in another numbering than it was trained in: declare the "
+        "convention in the draft config (docs/conventions.md) and run sglang-eagle3-embed check on "
+        "the launch line"
+    ),
+}
+"""What to do when a server matches a wiring of that kind (the first kind here that the wiring
+has); any other: :data:`OTHER_HINT`."""
+OTHER_HINT = "the server feeds the draft other tensors: run sglang-eagle3-embed check on its launch line"
 
 
 def config_digest(folder: str | Path) -> str | None:
@@ -83,6 +104,8 @@ class WiringExpectation:
     accept_length: float
     se: float
     """Standard error of the predicted accept length over the prompts."""
+    kinds: tuple[str, ...]
+    """The :data:`KINDS` of the readings that gave it, one per name."""
 
     @property
     def name(self) -> str:
@@ -123,6 +146,7 @@ class Expectations:
         def wiring(w: WiringExpectation) -> dict:
             return {
                 "names": list(w.names),
+                "kinds": list(w.kinds),
                 "capture_indices": list(w.capture_indices),
                 "ids": w.ids,
                 "accept_length": w.accept_length,
@@ -136,7 +160,7 @@ class Expectations:
             "prompt_source": self.prompt_source,
             "sampling": {"temperature": 0.0, "max_new_tokens": self.max_new_tokens, "ignore_eos": True},
             "speculative": self.settings,
-            "speculative_adaptive": False,
+            ADAPTIVE: False,
             "backend": self.backend,
             "dtype": self.dtype,
             "target_config_sha256": self.target_config_sha256,
@@ -165,6 +189,7 @@ class Expectations:
                     tuple(_int(i) for i in w["capture_indices"]),
                     float(w["accept_length"]),
                     float(w["se"]),
+                    _kinds(w["kinds"], len(w["names"])),
                 )
                 for w in data["wirings"]
             )
@@ -180,8 +205,8 @@ class Expectations:
         if trained is None:
             raise bad(f"its trained wiring {data.get('trained')!r} is not among its wirings")
         known = {
-            "format", "version", "prompts", "prompt_source", "sampling", "speculative", "speculative_adaptive",
-            "backend", "dtype", "target_config_sha256", "draft_config_sha256", "trained", "wirings",
+            "format", "version", "prompts", "prompt_source", "sampling", "speculative", ADAPTIVE, "backend",
+            "dtype", "target_config_sha256", "draft_config_sha256", "trained", "wirings",
         }  # fmt: skip
         return cls(
             prompts=prompts,
@@ -208,6 +233,13 @@ class Expectations:
         except json.JSONDecodeError as exc:
             raise InputError(f"{where} {path}: not JSON ({exc})") from None
         return cls.from_dict(data, f"{where} {path}")
+
+
+def _kinds(value: object, count: int) -> tuple[str, ...]:
+    kinds = tuple(str(k) for k in value)  # a non-list is a TypeError, reported as malformed
+    if len(kinds) != count or not set(kinds) <= set(KINDS):
+        raise ValueError(f"kinds {list(kinds)} are not {count} of {', '.join(KINDS)}")
+    return kinds
 
 
 def _int(value: object) -> int:
@@ -271,7 +303,7 @@ def settings_differences(expectations: Expectations, server: Mapping) -> list[st
         have = server.get(name)
         if have is not None and str(have).upper() != str(want).upper():
             out.append(f"--{name.replace('_', '-')} is {have} on the server, {want} in the expectations")
-    if server.get("speculative_adaptive"):
+    if server.get(ADAPTIVE):
         out.append("--speculative-adaptive is on: the server changes its number of steps as it runs")
     return out
 
@@ -298,25 +330,13 @@ class Verdict:
         }
 
 
-def _tolerance(served: Served, wiring: WiringExpectation, relative: float) -> float:
-    return Z * math.hypot(served.se, wiring.se) + relative * wiring.accept_length
+def _tolerance(se: float, other_se: float, prediction: float, relative: float) -> float:
+    """How far from ``prediction`` a value with standard error ``se`` still matches it."""
+    return Z * math.hypot(se, other_se) + relative * prediction
 
 
 def _hint(wiring: WiringExpectation) -> str:
-    names = " ".join(wiring.names)
-    if "default layers" in names:
-        return "the server is not running the plugin, or the ids are not where it reads them"
-    if "stock" in names:
-        return (
-            "the server reads the ids as stock SGLang does: launch it with --model-impl sglang_eagle3_embed"
-        )
-    if any(k in names for k in ("off by one", " read as ", "for the embedding", "embedding dropped")):
-        return (
-            "the server reads the draft's ids in another numbering than it was trained in: declare the "
-            "convention in the draft config (docs/conventions.md) and run sglang-eagle3-embed check on "
-            "the launch line"
-        )
-    return "the server feeds the draft other tensors: run sglang-eagle3-embed check on its launch line"
+    return next((HINTS[k] for k in HINTS if k in wiring.kinds), OTHER_HINT)
 
 
 def judge(expectations: Expectations, served: Served, relative: float = TOLERANCE) -> Verdict:
@@ -326,14 +346,14 @@ def judge(expectations: Expectations, served: Served, relative: float = TOLERANC
     prediction cannot be told apart from the trained one's (then named: the canary cannot separate
     them, and the server loses nothing to it)."""
     trained = expectations.trained
-    scale = {w.name: _tolerance(served, w, relative) for w in expectations.wirings}
+    scale = {w.name: _tolerance(served.se, w.se, w.accept_length, relative) for w in expectations.wirings}
     near = [w for w in expectations.wirings if abs(served.accept_length - w.accept_length) <= scale[w.name]]
     alike = tuple(
         w
         for w in expectations.wirings
         if w is not trained
         and abs(w.accept_length - trained.accept_length)
-        <= Z * math.hypot(w.se, trained.se) + relative * trained.accept_length
+        <= _tolerance(w.se, trained.se, trained.accept_length, relative)
     )
     head = f"served {served.accept_length:.2f} (± {served.se:.2f}, {served.requests} requests)"
     trained_text = f"the draft was trained on {trained.ids} ({trained.accept_length:.2f} predicted)"

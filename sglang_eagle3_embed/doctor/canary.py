@@ -12,7 +12,7 @@ import urllib.request
 from dataclasses import dataclass
 
 from sglang_eagle3_embed.core.canary import (
-    SETTINGS,
+    READ,
     Expectations,
     Served,
     Verdict,
@@ -31,8 +31,7 @@ from sglang_eagle3_embed.doctor.wirings import PLUGIN
 __all__ = ["CanaryResult", "expectations_of", "run_canary", "undetermined"]
 
 SHOWN = (
-    *SETTINGS,
-    "speculative_adaptive",
+    *READ,
     "model_impl",
     "speculative_draft_model_path",
     "disaggregation_mode",
@@ -67,7 +66,11 @@ def expectations_of(report: ProbeReport, request: ProbeRequest) -> Expectations:
 
     def wiring(result) -> WiringExpectation:
         return WiringExpectation(
-            result.wiring.names, tuple(result.wiring.indices), result.score.accept_length, result.gain_se
+            result.wiring.names,
+            tuple(result.wiring.indices),
+            result.score.accept_length,
+            result.gain_se,
+            result.wiring.kinds,
         )
 
     scored = {id(r): wiring(r) for r in report.scored}

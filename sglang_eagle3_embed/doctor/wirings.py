@@ -5,7 +5,8 @@ output of layer ``i-1``) concatenated into the draft's fc. :func:`candidate_wiri
 plugin's reading of the draft config, stock SGLang 0.5.23's, and the readings a neighbouring
 convention or a slip would give: every layer moved by one, each one moved alone, the embedding
 replaced or dropped. They come from the ids themselves when the plugin refuses the config.
-Deduplicated: a wiring reached several ways keeps every name.
+Deduplicated: a wiring reached several ways keeps every name, each with the kind of reading that
+gave it (:data:`sglang_eagle3_embed.core.canary.KINDS`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Wiring:
     indices: tuple[int, ...] | None
     """None: this reading does not serve at all (``failure`` says why)."""
     failure: str | None = None
+    kinds: tuple[str, ...] = ()
+    """One per name: the kind of reading that gave it."""
 
     @property
     def name(self) -> str:
@@ -75,26 +78,26 @@ def _layer(index: int) -> str:
 
 
 def _readings(config: Mapping, num_layers: int, width: int):
-    """(name, indices or None, failure) in the order the report lists them."""
+    """(name, kind, indices or None, failure) in the order the report lists them."""
     try:
         plan = resolve_capture_plan(config, num_layers)
         plugin = tuple(plan.indices)
-        yield PLUGIN, plugin, None
+        yield PLUGIN, "plugin", plugin, None
     except DraftConfigError as exc:
         plugin = None
-        yield PLUGIN, None, f"refuses to start: {exc}"
+        yield PLUGIN, "plugin", None, f"refuses to start: {exc}"
     stock = stock_reading(config, num_layers, width=width)
-    yield STOCK, stock.indices, None if stock.serves else stock.outcome
+    yield STOCK, "stock", stock.indices, None if stock.serves else stock.outcome
 
     draft = _draft_ids(config)
     ids = draft.ids
     if ids is not None:
         if -1 not in ids:
-            yield LITERAL[1], tuple(ids), None
-        yield LITERAL[0], tuple(i + 1 for i in ids), None
-        yield "stock's first-id heuristic", tuple(stock_capture_indices(list(ids), num_layers)), None
+            yield LITERAL[1], "literal", tuple(ids), None
+        yield LITERAL[0], "literal", tuple(i + 1 for i in ids), None
+        yield "stock's first-id heuristic", "stock", tuple(stock_capture_indices(list(ids), num_layers)), None
     if width == 3:
-        yield DEFAULTS, tuple(stock_capture_indices(None, num_layers)), None
+        yield DEFAULTS, "defaults", tuple(stock_capture_indices(None, num_layers)), None
     # the neighbours of what the config describes: the plugin's reading, or, where the plugin
     # refuses the config, the ids read literally (candidates outside the target are dropped later)
     base = plugin if plugin is not None else _literal(draft)
@@ -102,19 +105,24 @@ def _readings(config: Mapping, num_layers: int, width: int):
         return
     layers = [i for i in base if i != 0]
     for delta, label in ((-1, "layers off by one (earlier)"), (1, "layers off by one (later)")):
-        yield label, tuple(i if i == 0 else i + delta for i in base), None
+        yield label, "convention", tuple(i if i == 0 else i + delta for i in base), None
     if 0 in base:
-        yield "layer 0's output for the embedding", tuple(1 if i == 0 else i for i in base), None
+        yield (
+            "layer 0's output for the embedding",
+            "convention",
+            tuple(1 if i == 0 else i for i in base),
+            None,
+        )
         tail = max(layers, default=0) + 1
-        yield "embedding dropped, layers shifted left", (*layers, tail), None
+        yield "embedding dropped, layers shifted left", "convention", (*layers, tail), None
     for slot, index in enumerate(base):
         for moved in (index - 1, index + 1):
             if index == 0 or moved == 0:
                 continue  # the embedding's own neighbour is named above
             wiring = (*base[:slot], moved, *base[slot + 1 :])
-            yield f"{_layer(index)} read as {_layer(moved)}", wiring, None
+            yield f"{_layer(index)} read as {_layer(moved)}", "convention", wiring, None
     if list(base) != sorted(base):
-        yield "packed in ascending order", tuple(sorted(base)), None
+        yield "packed in ascending order", "other", tuple(sorted(base)), None
 
 
 def candidate_wirings(config: Mapping, num_layers: int, width: int | None = None) -> list[Wiring]:
@@ -123,14 +131,14 @@ def candidate_wirings(config: Mapping, num_layers: int, width: int | None = None
     if width is None:
         width = _draft_ids(config).draft_num_aux
     merged: dict[tuple[int, ...] | str, Wiring] = {}
-    for name, indices, failure in _readings(config, num_layers, width):
+    for name, kind, indices, failure in _readings(config, num_layers, width):
         if indices is not None and not _valid(indices, num_layers, width):
             continue
         key = indices if indices is not None else name
         if key in merged:
             old = merged[key]
             if name not in old.names:
-                merged[key] = Wiring((*old.names, name), old.indices, old.failure)
+                merged[key] = Wiring((*old.names, name), old.indices, old.failure, (*old.kinds, kind))
         else:
-            merged[key] = Wiring((name,), indices, failure)
+            merged[key] = Wiring((name,), indices, failure, (kind,))
     return list(merged.values())

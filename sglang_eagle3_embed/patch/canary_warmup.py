@@ -21,7 +21,7 @@ from sglang_eagle3_embed.core.canary import (
     ENV_FILE,
     ENV_MODE,
     MODES,
-    SETTINGS,
+    READ,
     WARMUP,
     Expectations,
     config_digest,
@@ -75,7 +75,7 @@ def _expectations(disaggregation_mode: str, server_args) -> Expectations:
             f"prefill); drop --warmups {WARMUP} and run sglang-eagle3-embed canary --url ROUTER --expect "
             f"{path} once both sides serve"
         )
-    settings = {name: getattr(server_args, name, None) for name in (*SETTINGS, "speculative_adaptive")}
+    settings = {name: getattr(server_args, name, None) for name in READ}
     differences = settings_differences(expectations, settings)
     for role, folder, revision, recorded in (
         ("--model-path", getattr(server_args, "model_path", None), getattr(server_args, "revision", None),

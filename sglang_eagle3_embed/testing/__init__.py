@@ -12,6 +12,7 @@ so that the tests, the benchmarks and the tools import it by its package name:
 - ``stand_in_server``: an in-process HTTP server that answers as ``launch_server`` does, so that
   the harness's HTTP side runs on the CPU;
 - ``rule_examples``: for every startup rule, a launch that fires it and a close one that does not.
+- ``acceptance_runs``: the GPU acceptance runs by name, for their test and their table.
 
 It may import the core and the doctor; nothing of the package imports it
 (``tests/unit/test_layout.py``).

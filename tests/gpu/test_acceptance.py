@@ -16,6 +16,15 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.pair import write_config_variant
+from sglang_eagle3_embed.testing.acceptance_runs import (
+    DEFAULTS,
+    OFFLINE,
+    PLUGIN,
+    STOCK_NESTED,
+    STOCK_TOP_LEVEL,
+    TRAINED,
+    offline_key,
+)
 from sglang_eagle3_embed.testing.engine_run import accept_mean, alike, outcome, spec, started
 
 pytestmark = pytest.mark.gpu
@@ -25,7 +34,6 @@ BF16 = {"dtype": "bfloat16"}  # the pair is saved in float32; served in bf16, as
 # accept-length runs compare no outputs: they skip the piecewise prefill CUDA graph capture, the
 # slowest part of an EAGLE-3 engine's start; decode, verify and draft graphs stay on.
 NO_PREFILL_GRAPH = {"disable_prefill_cuda_graph": True}
-TRAINED = (0, 5, 11)  # capture indices of ids [-1, 4, 10]
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +72,6 @@ def serve(gpu_pair, prompts, run_engine):
 @pytest.fixture(scope="module")
 def predicted(gpu_pair, prompts, tmp_path_factory):
     """The offline prediction (probe's scoring core, HF target on the GPU) per chain length."""
-    from sglang_eagle3_embed.core.ids import stock_capture_indices
     from sglang_eagle3_embed.doctor.backends import HFBackend
     from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
     from sglang_eagle3_embed.doctor.probe import run_probe
@@ -72,8 +79,7 @@ def predicted(gpu_pair, prompts, tmp_path_factory):
 
     backend = HFBackend(gpu_pair.target, "cuda")
     draft, token_map = load_draft(gpu_pair.draft, "cuda")
-    defaults = tuple(stock_capture_indices(None, backend.num_layers))
-    wirings = [Wiring(("trained",), TRAINED), Wiring(("SGLang's defaults",), defaults)]
+    wirings = [Wiring(("trained",), TRAINED), Wiring(("SGLang's defaults",), DEFAULTS)]
     out = {}
     for steps in (3, 7):
         report = run_probe(
@@ -81,8 +87,8 @@ def predicted(gpu_pair, prompts, tmp_path_factory):
         )
         out[steps] = {r.wiring.indices: r.score.accept_length for r in report.results if r.score is not None}
     logs = Path(os.environ.get("EAGLE3_EMBED_GPU_LOGS", tmp_path_factory.mktemp("logs")))
-    offline = {str(steps): {",".join(map(str, k)): v for k, v in by.items()} for steps, by in out.items()}
-    (logs / "offline.json").write_text(json.dumps(offline))  # read by benchmarks/acceptance_table.py
+    offline = {str(steps): {offline_key(k): v for k, v in by.items()} for steps, by in out.items()}
+    (logs / OFFLINE).write_text(json.dumps(offline))  # read by benchmarks/acceptance_table.py
     return out
 
 
@@ -90,7 +96,7 @@ def plugin_run(serve, drafts, steps, topk=1, tokens=None):
     """The plugin with the trained draft; steps 3 top-k 1 also runs at batch size 1 (tokens/s)."""
     modes = ("all", "one-by-one") if (steps, topk) == (3, 1) else ("all",)
     return serve(
-        f"plugin-steps{steps}-topk{topk}", modes=modes, model_impl=OURS, **NO_PREFILL_GRAPH,
+        PLUGIN[steps, topk].name, modes=modes, model_impl=OURS, **NO_PREFILL_GRAPH,
         speculative_draft_model_path=drafts["nested"], **spec(steps, topk, tokens),
     )  # fmt: skip
 
@@ -100,7 +106,7 @@ def test_plugin_accept_length_matches_the_offline_prediction(serve, drafts, pred
     """top-k 1: measured >= 0.9 x predicted for the same chain. top-k 4: the tree contains the greedy
     chain (the top-1 path has the highest cumulative score at every depth), so the top-k 1 prediction
     is a lower bound and the same 0.9 x applies."""
-    name = f"plugin-steps{steps}-topk{topk}"
+    name = PLUGIN[steps, topk].name
     result = plugin_run(serve, drafts, steps, topk, tokens)
     assert result["ok"], result.get("traceback") or result["log"][-3000:]
     measured = accept_mean(result["accept_length"])
@@ -111,7 +117,7 @@ def test_plugin_accept_length_matches_the_offline_prediction(serve, drafts, pred
 
 def test_stock_fails_at_startup_on_nested_ids(serve, drafts):
     result = serve(
-        "stock-nested", speculative_draft_model_path=drafts["nested"], **NO_PREFILL_GRAPH, **spec(3)
+        STOCK_NESTED.name, speculative_draft_model_path=drafts["nested"], **NO_PREFILL_GRAPH, **spec(3)
     )
     assert not result["ok"]
     assert "captured 2 of 3 aux hidden states" in result["log"] + result.get("error", "")
@@ -121,11 +127,11 @@ def test_stock_serves_top_level_ids_with_its_defaults(serve, drafts, predicted):
     """Stock SGLang ignores top-level ids and serves its default layers: the server measures what the
     probe predicts for that wiring, and a fraction of what the plugin gets from the same draft."""
     result = serve(
-        "stock-top-level", speculative_draft_model_path=drafts["top-level"], **NO_PREFILL_GRAPH, **spec(3)
+        STOCK_TOP_LEVEL.name, speculative_draft_model_path=drafts["top-level"], **NO_PREFILL_GRAPH, **spec(3)
     )
     assert result["ok"], result.get("traceback") or result["log"][-3000:]
     measured = accept_mean(result["accept_length"])
-    defaults = predicted[3][(2, 8, 13)]  # SGLang's default layers for a 16-layer target
+    defaults = predicted[3][DEFAULTS]
     plugin = plugin_run(serve, drafts, 3)
     print(f"stock top-level: measured {measured:.2f}, offline under the defaults {defaults:.2f}")
     assert abs(measured - defaults) <= 0.25 * defaults, (measured, defaults)

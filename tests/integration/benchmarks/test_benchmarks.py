@@ -324,7 +324,7 @@ def test_acceptance_table_from_logs(tmp_path):
     assert "| plugin, steps 3, top-k 1 | 3.20 | 3.05 | 155.7 | 80.5 |" in out  # the later folder wins
     assert "| stock, nested ids | fails: [y] RuntimeError: captured 2 of 3 |  | | |" in out
     assert "| stock, top-level ids (serves its defaults) | fails: no result after 300 s | 1.39 | | |" in out
-    assert "| no speculation | not run | | | |" in out
+    assert "| plugin, steps 7, top-k 1 | not run | | | |" in out
 
 
 def step_times_result():

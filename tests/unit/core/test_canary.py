@@ -18,10 +18,12 @@ from sglang_eagle3_embed.core.canary import (
 )
 from sglang_eagle3_embed.core.errors import InputError
 
-TRAINED = WiringExpectation(("plugin", "ids as layer outputs"), (0, 3, 5), 4.0, 0.05)
-DEFAULTS = WiringExpectation(("stock SGLang", "SGLang's default layers"), (2, 3, 4), 1.6, 0.04)
-OFF = WiringExpectation(("layers off by one (later)",), (0, 4, 6), 2.6, 0.05)
-NEAR = WiringExpectation(("layer 4 read as layer 3",), (0, 3, 4), 3.95, 0.05)
+TRAINED = WiringExpectation(("plugin", "ids as layer outputs"), (0, 3, 5), 4.0, 0.05, ("plugin", "literal"))
+DEFAULTS = WiringExpectation(
+    ("stock SGLang", "SGLang's default layers"), (2, 3, 4), 1.6, 0.04, ("stock", "defaults")
+)
+OFF = WiringExpectation(("layers off by one (later)",), (0, 4, 6), 2.6, 0.05, ("convention",))
+NEAR = WiringExpectation(("layer 4 read as layer 3",), (0, 3, 4), 3.95, 0.05, ("convention",))
 
 
 def expectations(*wirings, trained=TRAINED) -> Expectations:
@@ -57,6 +59,10 @@ def test_the_file_reads_back_as_written(tmp_path):
     [
         (lambda d: d.update(format="other"), "not a canary expectations file"),
         (lambda d: d.update(version=9), "version 9"),
+        (lambda d: d.update(version=1), "version 1; this sglang-eagle3-embed reads version 2"),
+        (lambda d: d["wirings"][0].pop("kinds"), "malformed"),
+        (lambda d: d["wirings"][0].update(kinds=["stock", "slip"]), "kinds .* are not 2 of"),
+        (lambda d: d["wirings"][0].update(kinds=["stock"]), "kinds .* are not 2 of"),
         (lambda d: d.update(trained="nowhere"), "not among its wirings"),
         (lambda d: d.update(prompts=[]), "no prompts"),
         (lambda d: d["prompts"].append(["x"]), "malformed"),
@@ -133,6 +139,13 @@ def test_off_by_one_served_names_the_convention():
     verdict = judge(expectations(DEFAULTS, OFF), served(2.55))
     assert not verdict.ok and verdict.matched == OFF
     assert "numbering" in verdict.lines[0]
+
+
+def test_the_hint_follows_the_recorded_kind_not_the_name():
+    renamed = WiringExpectation(("layers off by one (later)",), (0, 4, 6), 2.6, 0.05, ("other",))
+    verdict = judge(expectations(renamed), served(2.55))
+    assert verdict.matched == renamed and "feeds the draft other tensors" in verdict.lines[0]
+    assert "numbering" not in verdict.lines[0]
 
 
 def test_a_value_no_wiring_predicts_matches_none():

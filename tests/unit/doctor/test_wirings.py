@@ -3,6 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sglang_eagle3_embed.core.canary import KINDS
 from sglang_eagle3_embed.core.draft_config import read_draft_ids
 from sglang_eagle3_embed.doctor.wirings import PLUGIN, STOCK, candidate_wirings
 
@@ -21,12 +22,14 @@ def test_nested_embedding_ids():
     assert w["layers off by one (earlier)"].indices == (0, 2, 4)
     assert w["layer 0's output for the embedding"].indices == (1, 3, 5)
     assert w["embedding dropped, layers shifted left"].indices == (3, 5, 6)
+    assert w[PLUGIN].kinds[0] == "plugin" and w["layers off by one (earlier)"].kinds == ("convention",)
 
 
 def test_top_level_ids_stock_serves_defaults():
     w = by_name(candidate_wirings({IDS: [-1, 2, 4]}, 7))
     assert w[STOCK].indices == (2, 3, 4) and w[STOCK] is w["SGLang's default layers"]
     assert w[STOCK].name == "stock SGLang = SGLang's default layers"
+    assert w[STOCK].kinds == ("stock", "defaults")
 
 
 def test_declared_hidden_states_without_embedding():
@@ -67,3 +70,5 @@ def test_candidates_are_distinct_and_valid(ids, top, layers):
         assert all(0 <= i < layers for i in indices)
     names = [n for w in wirings for n in w.names]
     assert len(names) == len(set(names)) and STOCK in names
+    for w in wirings:  # the canary's hint reads the kinds, never the names
+        assert len(w.kinds) == len(w.names) and set(w.kinds) <= set(KINDS)

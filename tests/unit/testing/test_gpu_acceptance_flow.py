@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.testing import load_run
+from sglang_eagle3_embed.testing.acceptance_runs import DEFAULTS, RUNS, STOCK_TOP_LEVEL, TRAINED
 from tests.gpu import served_pair
 from tests.gpu import test_acceptance as acceptance
 from tests.gpu import test_kimi as kimi
@@ -77,6 +78,26 @@ def test_every_engine_the_acceptance_tests_start_takes_only_sglang_arguments(rec
     assert_sglang_arguments(calls)
     assert calls["stock-hand-written-cap8"]["speculative_draft_model_path"] == "HAND"
     assert calls["plugin-pp2"]["pp_size"] == 2
+
+
+def test_the_acceptance_table_reads_every_run_the_gpu_test_starts():
+    """``benchmarks/acceptance_table.py`` finds each of its rows under a name the GPU test serves."""
+    calls = {}
+
+    def serve(name, modes=("all",), timeout=300, **kwargs):
+        calls[name] = kwargs
+        result = fake_result(modes, kwargs, [[0] * 8] * PROMPTS)
+        accept = 1.6 if name == STOCK_TOP_LEVEL.name else 3.0
+        return {**result, "accept_length": [accept] * PROMPTS}
+
+    drafts = {"nested": "NESTED", "top-level": "TOP", "hand-written": "HAND"}
+    predicted = {3: {TRAINED: 3.0, DEFAULTS: 1.6}, 7: {TRAINED: 3.0}}
+    plugin_test = acceptance.test_plugin_accept_length_matches_the_offline_prediction
+    for steps, topk, tokens in next(m for m in plugin_test.pytestmark if m.name == "parametrize").args[1]:
+        plugin_test(serve, drafts, predicted, steps, topk, tokens)
+    acceptance.test_stock_fails_at_startup_on_nested_ids(serve, drafts)
+    acceptance.test_stock_serves_top_level_ids_with_its_defaults(serve, drafts, predicted)
+    assert {run.name for run in RUNS} <= set(calls)
 
 
 @pytest.fixture(scope="module")
