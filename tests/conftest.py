@@ -32,12 +32,14 @@ def sglang_cpu():
 @pytest.fixture(scope="session")
 def tiny_pair(tmp_path_factory):
     """The default CPU pair (PairSpec()), built once into a cache that xdist workers share
-    (concurrent builds wait on the cache lock of :func:`sglang_eagle3_embed.doctor.pair.build_pair`)."""
+    (concurrent builds wait on the cache lock of :func:`sglang_eagle3_embed.doctor.pair.build_pair`),
+    or that several pytest runs share where ``EAGLE3_EMBED_TEST_PAIR_CACHE`` names it (``tools.releases``
+    runs each older release on one build: the pair is torch's work, not SGLang's)."""
     from sglang_eagle3_embed.doctor.pair import build_pair
 
     root = tmp_path_factory.getbasetemp()
     cache = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "pair-cache"
-    return build_pair(cache_dir=cache)
+    return build_pair(cache_dir=os.environ.get("EAGLE3_EMBED_TEST_PAIR_CACHE") or cache)
 
 
 @pytest.fixture(scope="session")

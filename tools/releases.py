@@ -16,8 +16,10 @@ of the older releases are not exercised: the GPU suite runs on 0.5.23.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from sglang_eagle3_embed.core.releases import SUPPORTED, installed_sglang_version
@@ -39,7 +41,7 @@ def overlay(version: str) -> Path:
     return target
 
 
-def run(version: str, extra: list[str]) -> int:
+def run(version: str, extra: list[str], pair_cache: Path) -> int:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(overlay(version)), os.environ.get("PYTHONPATH", "")]).rstrip(
@@ -47,6 +49,7 @@ def run(version: str, extra: list[str]) -> int:
         ),
         "TORCHDYNAMO_DISABLE": "1",
         "EAGLE3_EMBED_FORWARD_EXAMPLES": os.environ.get("EAGLE3_EMBED_FORWARD_EXAMPLES", FORWARD_EXAMPLES),
+        "EAGLE3_EMBED_TEST_PAIR_CACHE": str(pair_cache),
     }
     check = subprocess.run(
         [sys.executable, "-c", "import importlib.metadata as m; print(m.version('sglang'))"],
@@ -66,7 +69,13 @@ def main(argv: list[str]) -> int:
     unknown = sorted(set(versions) - set(SUPPORTED))
     if unknown:
         sys.exit(f"not a supported release: {unknown} (supported: {', '.join(SUPPORTED)})")
-    codes = {v: run(v, [a for a in argv if a.startswith("-")]) for v in versions}
+    # the tiny CPU pairs are built once for every release (torch trains them, not SGLang), in a
+    # folder of this run only: a pair built by an older checkout is never reused
+    pair_cache = Path(tempfile.mkdtemp(prefix="releases-pairs-"))
+    try:
+        codes = {v: run(v, [a for a in argv if a.startswith("-")], pair_cache) for v in versions}
+    finally:
+        shutil.rmtree(pair_cache, ignore_errors=True)
     for version, code in codes.items():
         print(f"SGLang {version}: {'passed' if code == 0 else f'FAILED (pytest exit {code})'}")
     return 0 if all(code == 0 for code in codes.values()) else 1
