@@ -20,6 +20,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from sglang_eagle3_embed.core.errors import InputError
@@ -32,6 +33,7 @@ __all__ = [
     "TOLERANCE",
     "WARMUP",
     "Expectations",
+    "Kind",
     "Served",
     "Verdict",
     "WiringExpectation",
@@ -69,14 +71,25 @@ ADAPTIVE = "speculative_adaptive"
 READ = (*SETTINGS, ADAPTIVE)
 """What the canary reads of a server's settings."""
 
-KINDS = ("plugin", "stock", "literal", "defaults", "convention", "other")
-"""What reading gave a wiring (``doctor/wirings.py`` records one per name): the plugin's, stock
-SGLang's, the ids taken literally, SGLang's default layers, a neighbouring convention or slip, or
-another order."""
+
+class Kind(StrEnum):
+    """What reading gave a wiring (``doctor/wirings.py`` records one per name): the plugin's, stock
+    SGLang's, the ids taken literally, SGLang's default layers, a neighbouring convention or slip, or
+    another order. The expectations file holds the values."""
+
+    PLUGIN = "plugin"
+    STOCK = "stock"
+    LITERAL = "literal"
+    DEFAULTS = "defaults"
+    CONVENTION = "convention"
+    OTHER = "other"
+
+
+KINDS = tuple(Kind)
 HINTS = {
-    "defaults": "the server is not running the plugin, or the ids are not where it reads them",
-    "stock": "the server reads the ids as stock SGLang does: launch it with --model-impl sglang_eagle3_embed",
-    "convention": (
+    Kind.DEFAULTS: "the server is not running the plugin, or the ids are not where it reads them",
+    Kind.STOCK: "the server reads the ids as stock SGLang does: launch it with --model-impl sglang_eagle3_embed",
+    Kind.CONVENTION: (
         "the server reads the draft's ids in another numbering than it was trained in: declare the "
         "convention in the draft config (docs/conventions.md) and run sglang-eagle3-embed check on "
         "the launch line"

@@ -6,7 +6,7 @@ plugin's reading of the draft config, stock SGLang 0.5.23's, and the readings a 
 convention or a slip would give: every layer moved by one, each one moved alone, the embedding
 replaced or dropped. They come from the ids themselves when the plugin refuses the config.
 Deduplicated: a wiring reached several ways keeps every name, each with the kind of reading that
-gave it (:data:`sglang_eagle3_embed.core.canary.KINDS`).
+gave it (:class:`sglang_eagle3_embed.core.canary.Kind`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from sglang_eagle3_embed.core.canary import Kind
 from sglang_eagle3_embed.core.draft_config import DraftIds, read_draft_ids, resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.ids import Convention, describe_capture_indices, stock_capture_indices
@@ -82,22 +83,27 @@ def _readings(config: Mapping, num_layers: int, width: int):
     try:
         plan = resolve_capture_plan(config, num_layers)
         plugin = tuple(plan.indices)
-        yield PLUGIN, "plugin", plugin, None
+        yield PLUGIN, Kind.PLUGIN, plugin, None
     except DraftConfigError as exc:
         plugin = None
-        yield PLUGIN, "plugin", None, f"refuses to start: {exc}"
+        yield PLUGIN, Kind.PLUGIN, None, f"refuses to start: {exc}"
     stock = stock_reading(config, num_layers, width=width)
-    yield STOCK, "stock", stock.indices, None if stock.serves else stock.outcome
+    yield STOCK, Kind.STOCK, stock.indices, None if stock.serves else stock.outcome
 
     draft = _draft_ids(config)
     ids = draft.ids
     if ids is not None:
         if -1 not in ids:
-            yield LITERAL[1], "literal", tuple(ids), None
-        yield LITERAL[0], "literal", tuple(i + 1 for i in ids), None
-        yield "stock's first-id heuristic", "stock", tuple(stock_capture_indices(list(ids), num_layers)), None
+            yield LITERAL[1], Kind.LITERAL, tuple(ids), None
+        yield LITERAL[0], Kind.LITERAL, tuple(i + 1 for i in ids), None
+        yield (
+            "stock's first-id heuristic",
+            Kind.STOCK,
+            tuple(stock_capture_indices(list(ids), num_layers)),
+            None,
+        )
     if width == 3:
-        yield DEFAULTS, "defaults", tuple(stock_capture_indices(None, num_layers)), None
+        yield DEFAULTS, Kind.DEFAULTS, tuple(stock_capture_indices(None, num_layers)), None
     # the neighbours of what the config describes: the plugin's reading, or, where the plugin
     # refuses the config, the ids read literally (candidates outside the target are dropped later)
     base = plugin if plugin is not None else _literal(draft)
@@ -105,24 +111,24 @@ def _readings(config: Mapping, num_layers: int, width: int):
         return
     layers = [i for i in base if i != 0]
     for delta, label in ((-1, "layers off by one (earlier)"), (1, "layers off by one (later)")):
-        yield label, "convention", tuple(i if i == 0 else i + delta for i in base), None
+        yield label, Kind.CONVENTION, tuple(i if i == 0 else i + delta for i in base), None
     if 0 in base:
         yield (
             "layer 0's output for the embedding",
-            "convention",
+            Kind.CONVENTION,
             tuple(1 if i == 0 else i for i in base),
             None,
         )
         tail = max(layers, default=0) + 1
-        yield "embedding dropped, layers shifted left", "convention", (*layers, tail), None
+        yield "embedding dropped, layers shifted left", Kind.CONVENTION, (*layers, tail), None
     for slot, index in enumerate(base):
         for moved in (index - 1, index + 1):
             if index == 0 or moved == 0:
                 continue  # the embedding's own neighbour is named above
             wiring = (*base[:slot], moved, *base[slot + 1 :])
-            yield f"{_layer(index)} read as {_layer(moved)}", "convention", wiring, None
+            yield f"{_layer(index)} read as {_layer(moved)}", Kind.CONVENTION, wiring, None
     if list(base) != sorted(base):
-        yield "packed in ascending order", "other", tuple(sorted(base)), None
+        yield "packed in ascending order", Kind.OTHER, tuple(sorted(base)), None
 
 
 def candidate_wirings(config: Mapping, num_layers: int, width: int | None = None) -> list[Wiring]:
