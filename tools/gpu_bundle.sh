@@ -7,6 +7,8 @@
 #
 # BUNDLE_DIR holds sglang-0.5.23-gpu-site-cp312.tar.xz and shim/sitecustomize.py (a copy of
 # ../shared/gpu/sitecustomize.py). The bundle is unpacked once into $SGL_SITE (default /tmp/sgl-site).
+# A PYTHONPATH already set (wheels the bundle lacks, such as the PD tests' transfer engine and
+# router) stays on the path after the bundle.
 set -eo pipefail
 if [ $# -lt 2 ]; then
     sed -n 2,9p "$0"
@@ -19,7 +21,7 @@ if [ ! -d "$site/site23" ]; then
     mkdir -p "$site"
     tar -xJf "$bundle/sglang-0.5.23-gpu-site-cp312.tar.xz" -C "$site"
 fi
-export PYTHONPATH="$bundle/shim:$site/site23" SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK=1 PYTHONUNBUFFERED=1
+export PYTHONPATH="$bundle/shim:$site/site23${PYTHONPATH:+:$PYTHONPATH}" SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK=1 PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation . tests/gpu/testing_plugin >/dev/null 2>&1 ||
     python3 -m pip install --no-deps --no-build-isolation . tests/gpu/testing_plugin
 exec "$@"

@@ -43,6 +43,7 @@ __all__ = [
     "judge",
     "pool",
     "settings_differences",
+    "weights_digest",
 ]  # fmt: skip
 
 FORMAT = "sglang-eagle3-embed canary expectations"
@@ -109,6 +110,24 @@ def config_digest(folder: str | Path) -> str | None:
         return None
 
 
+def weights_digest(folder: str | Path) -> str | None:
+    """SHA-256 of what a model folder's weights hold, tensor by tensor (name, dtype, shape, from the
+    safetensors headers: no tensor is read, and sharding does not count); None where the folder has
+    no readable weights here. Two folders of the same draft agree; a draft config edited after the
+    expectations were recorded keeps its weights' digest."""
+    from sglang_eagle3_embed.core.model_folder import safetensors_header, weight_files  # only when asked
+
+    try:
+        tensors = sorted(
+            (name, info.dtype, list(info.shape))
+            for file in weight_files(folder)
+            for name, info in safetensors_header(file).items()
+        )
+    except InputError:
+        return None
+    return hashlib.sha256(json.dumps(tensors).encode()).hexdigest() if tensors else None
+
+
 @dataclass(frozen=True)
 class WiringExpectation:
     names: tuple[str, ...]
@@ -143,6 +162,8 @@ class Expectations:
     target_config_sha256: str | None
     draft_config_sha256: str | None
     prompt_source: str = "token ids as given; no chat template, no thinking mode"
+    draft_weights_sha256: str | None = None
+    """:func:`weights_digest` of the draft (absent from files recorded before it existed)."""
     extra: Mapping[str, object] = field(default_factory=dict)
 
     @property
@@ -178,6 +199,7 @@ class Expectations:
             "dtype": self.dtype,
             "target_config_sha256": self.target_config_sha256,
             "draft_config_sha256": self.draft_config_sha256,
+            "draft_weights_sha256": self.draft_weights_sha256,
             "trained": self.trained.name,
             "wirings": [wiring(w) for w in self.wirings],
             **dict(self.extra),
@@ -219,7 +241,7 @@ class Expectations:
             raise bad(f"its trained wiring {data.get('trained')!r} is not among its wirings")
         known = {
             "format", "version", "prompts", "prompt_source", "sampling", "speculative", ADAPTIVE, "backend",
-            "dtype", "target_config_sha256", "draft_config_sha256", "trained", "wirings",
+            "dtype", "target_config_sha256", "draft_config_sha256", "draft_weights_sha256", "trained", "wirings",
         }  # fmt: skip
         return cls(
             prompts=prompts,
@@ -231,6 +253,7 @@ class Expectations:
             dtype=str(data.get("dtype")),
             target_config_sha256=data.get("target_config_sha256"),
             draft_config_sha256=data.get("draft_config_sha256"),
+            draft_weights_sha256=data.get("draft_weights_sha256"),
             prompt_source=str(data.get("prompt_source", "")),
             extra={k: v for k, v in data.items() if k not in known},
         )
@@ -325,9 +348,16 @@ def settings_differences(expectations: Expectations, server: Mapping) -> list[st
 class Verdict:
     ok: bool
     matched: WiringExpectation | None
+    """The wiring the server is judged to feed: the trained one on a pass, even when a wiring that
+    cannot be told apart from it lies nearer the served value (that one is :attr:`nearest`)."""
     lines: tuple[str, ...]
     alike: tuple[WiringExpectation, ...] = ()
     """Wirings whose predictions cannot be told apart from the trained one's."""
+    nearest: WiringExpectation | None = None
+    """The recorded wiring nearest the served value, in noise units (None where none matches)."""
+    fits: tuple[WiringExpectation, ...] = ()
+    """On a failure, every wrong wiring the served value matches, nearest first: the noise cannot
+    tell them apart, so each is named with what to do about it."""
 
     def as_dict(self, served: Served, expectations: Expectations) -> dict:
         return {
@@ -336,6 +366,8 @@ class Verdict:
             "served_se": served.se,
             "requests": served.requests,
             "matched": None if self.matched is None else self.matched.name,
+            "nearest": None if self.nearest is None else self.nearest.name,
+            "fits": [w.name for w in self.fits],
             "trained": expectations.trained.name,
             "trained_ids": expectations.trained.ids,
             "indistinguishable_from_trained": [w.name for w in self.alike],
@@ -357,7 +389,8 @@ def judge(expectations: Expectations, served: Served, relative: float = TOLERANC
     value lies within ``Z`` combined standard errors plus ``relative`` of its prediction; of several,
     the nearest in those units. The server passes when that is the trained wiring, or one whose
     prediction cannot be told apart from the trained one's (then named: the canary cannot separate
-    them, and the server loses nothing to it)."""
+    them, and the server loses nothing to it). A failure names every wrong wiring that matches,
+    nearest first, each with what to do: the noise does not say which of them the server feeds."""
     trained = expectations.trained
     scale = {w.name: _tolerance(served.se, w.se, w.accept_length, relative) for w in expectations.wirings}
     near = [w for w in expectations.wirings if abs(served.accept_length - w.accept_length) <= scale[w.name]]
@@ -379,12 +412,24 @@ def judge(expectations: Expectations, served: Served, relative: float = TOLERANC
             else f"nearest {closest.name} ({closest.accept_length:.2f} predicted)"
         )
         return Verdict(False, None, (f"{head} matches no recorded wiring, {why}; {trained_text}.",), alike)
-    matched = min(near, key=lambda w: abs(served.accept_length - w.accept_length) / scale[w.name])
-    if matched is trained or matched in alike:
+
+    def distance(w: WiringExpectation) -> float:
+        return abs(served.accept_length - w.accept_length) / scale[w.name]
+
+    nearest = min(near, key=distance)
+    if nearest is trained or nearest in alike:
         lines = [f"{head}: as the trained wiring {trained.ids} ({trained.accept_length:.2f} predicted)."]
         if alike:
             shown = ", ".join(f"{w.name} ({w.accept_length:.2f})" for w in alike)
             lines.append(f"Not told apart from it at this noise (and served as well): {shown}.")
-        return Verdict(True, matched, tuple(lines), alike)
-    line = f"{head}, as {matched.name} ({matched.accept_length:.2f} predicted); {trained_text}: {_hint(matched)}."
-    return Verdict(False, matched, (line,), alike)
+        return Verdict(True, trained, tuple(lines), alike, nearest)
+    fits = tuple(sorted((w for w in near if w is not trained and w not in alike), key=distance))
+    named = [f"{w.name} ({w.accept_length:.2f} predicted)" for w in fits]
+    shown = (
+        named[0]
+        if len(named) == 1
+        else f"{', '.join(named[:-1])} or {named[-1]} (not told apart at this noise)"
+    )
+    hints = "; or ".join(dict.fromkeys(_hint(w) for w in fits))
+    line = f"{head}, as {shown}; {trained_text}: {hints}."
+    return Verdict(False, nearest, (line,), alike, nearest, fits)

@@ -22,13 +22,14 @@ from sglang_eagle3_embed.core.canary import (
     judge,
     pool,
     settings_differences,
+    weights_digest,
 )
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.doctor.report import ProbeReport
 from sglang_eagle3_embed.doctor.request import ProbeRequest
 from sglang_eagle3_embed.doctor.wirings import PLUGIN
 
-__all__ = ["CanaryResult", "expectations_of", "run_canary", "undetermined"]
+__all__ = ["CanaryResult", "expectations_of", "run_canary", "settings_of", "undetermined"]
 
 SHOWN = (
     *READ,
@@ -84,6 +85,7 @@ def expectations_of(report: ProbeReport, request: ProbeRequest) -> Expectations:
         dtype=report.dtype,
         target_config_sha256=config_digest(request.target),
         draft_config_sha256=config_digest(request.draft),
+        draft_weights_sha256=weights_digest(request.draft),
     )
 
 
@@ -136,6 +138,16 @@ class CanaryResult:
         return "\n".join(lines)
 
 
+def settings_of(info: dict) -> dict:
+    """The :data:`SHOWN` settings of a ``/server_info`` answer; of a PD router's answer (each side's,
+    ``{"prefill": [...], "decode": [...]}``, as ``sglang_router``'s mini load balancer gives), the
+    first decode server's: its speculative settings decide the accept length."""
+    decode = info.get("decode")
+    if isinstance(decode, list) and decode and isinstance(decode[0], dict):
+        info = decode[0]
+    return {k: info[k] for k in SHOWN if k in info}
+
+
 class _Client:
     def __init__(self, url: str, api_key: str | None, timeout: float):
         self.url, self.timeout = url.rstrip("/"), timeout
@@ -168,7 +180,8 @@ class _Client:
             ) from None
 
     def server_info(self) -> dict:
-        """``/server_info``, or the deprecated ``/get_server_info``; {} where neither answers (a router)."""
+        """:func:`settings_of` ``/server_info``, or of the deprecated ``/get_server_info``; {} where
+        neither answers."""
         for path in ("/server_info", "/get_server_info"):
             try:
                 info = self.call(path)
@@ -177,7 +190,7 @@ class _Client:
                     raise
                 continue
             if isinstance(info, dict):
-                return {k: info[k] for k in SHOWN if k in info}
+                return settings_of(info)
         return {}
 
 

@@ -146,7 +146,7 @@ def pack_int4(values: torch.Tensor) -> torch.Tensor:
     if cols % PACK:
         raise ValueError(f"{cols} columns do not pack into int32 words of {PACK} int4 values")
     nibbles = (values.to(torch.int64) + 8).view(rows, cols // PACK, PACK)
-    shifts = torch.arange(PACK, dtype=torch.int64) * 4
+    shifts = torch.arange(PACK, dtype=torch.int64, device=values.device) * 4
     words = (nibbles << shifts).sum(-1)
     return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
 
@@ -168,14 +168,12 @@ def quantize_int4(weight: torch.Tensor) -> dict[str, torch.Tensor]:
         raise ValueError(f"{cols} inputs do not split into groups of {INT4_GROUP}")
     groups = weight.to(torch.bfloat16).view(rows, cols // INT4_GROUP, INT4_GROUP)
     scale = (groups.abs().amax(-1).float() / 7.5).to(torch.bfloat16)
-    scale = torch.where(
-        scale == 0, torch.tensor(torch.finfo(torch.bfloat16).eps, dtype=torch.bfloat16), scale
-    )
+    scale = torch.where(scale == 0, torch.finfo(torch.bfloat16).eps, scale)
     q = torch.round(groups / scale[..., None]).clamp(-8, 7).to(torch.int8).view(rows, cols)
     return {
         "weight_packed": pack_int4(q),
         "weight_scale": scale.contiguous(),
-        "weight_shape": torch.tensor([rows, cols], dtype=torch.int32),
+        "weight_shape": torch.tensor([rows, cols], dtype=torch.int32, device=weight.device),
     }
 
 

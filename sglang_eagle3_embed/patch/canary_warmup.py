@@ -29,6 +29,7 @@ from sglang_eagle3_embed.core.canary import (
     judge,
     pool,
     settings_differences,
+    weights_digest,
 )
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.core.hub import HubError, locate
@@ -60,7 +61,10 @@ def _mode() -> str:
     return mode
 
 
-def _expectations(disaggregation_mode: str, server_args) -> Expectations:
+def _expectations(disaggregation_mode: str, server_args) -> tuple[Expectations, str]:
+    """The expectations the check judges this server by, and a note for its verdict ("" or why the
+    draft's config differs from the recorded one). Raises :class:`InputError` when the check cannot
+    run: no file, a PD side, other settings, another target, or another draft's weights."""
     path = os.environ.get(ENV_FILE)
     if not path:
         raise InputError(
@@ -77,33 +81,46 @@ def _expectations(disaggregation_mode: str, server_args) -> Expectations:
         )
     settings = {name: getattr(server_args, name, None) for name in READ}
     differences = settings_differences(expectations, settings)
-    for role, folder, revision, recorded in (
-        ("--model-path", getattr(server_args, "model_path", None), getattr(server_args, "revision", None),
-         expectations.target_config_sha256),
-        ("--speculative-draft-model-path", getattr(server_args, "speculative_draft_model_path", None),
-         getattr(server_args, "speculative_draft_model_revision", None), expectations.draft_config_sha256),
-    ):  # fmt: skip
-        served = _served_digest(folder, revision, getattr(server_args, "download_dir", None))
-        if served and recorded and served != recorded:
+    download_dir = getattr(server_args, "download_dir", None)
+    target_path = getattr(server_args, "model_path", None)
+    target = _served(target_path, getattr(server_args, "revision", None), download_dir)
+    if target and _differs(config_digest(target), expectations.target_config_sha256):
+        differences.append(
+            f"--model-path {target_path}: its config.json is not the one the expectations were recorded on"
+        )
+    note = ""
+    draft_path = getattr(server_args, "speculative_draft_model_path", None)
+    draft = _served(draft_path, getattr(server_args, "speculative_draft_model_revision", None), download_dir)
+    if draft and _differs(config_digest(draft), expectations.draft_config_sha256):
+        if expectations.draft_weights_sha256 and weights_digest(draft) == expectations.draft_weights_sha256:
+            # the recorded draft's own tensors under an edited config: the case the check is for
+            note = " (the draft's config.json differs from the one recorded; its weights are the recorded draft's)"
+        else:
             differences.append(
-                f"{role} {folder}: its config.json is not the one the expectations were recorded on"
+                f"--speculative-draft-model-path {draft_path}: its config.json is not the one the "
+                f"expectations were recorded on, and its weights are not known to be the recorded draft's"
             )
     if differences:
         raise InputError(
             f"{ENV_FILE} {path} was recorded for another deployment: {'; '.join(differences)}; record "
             f"expectations for this one (sglang-eagle3-embed probe --expectations FILE)"
         )
-    return expectations
+    return expectations, note
 
 
-def _served_digest(path: str | None, revision: str | None, download_dir: str | None) -> str | None:
-    """The digest of the config.json the server loaded: a local folder, or a hub id's cached snapshot
-    found as SGLang found it (:func:`~sglang_eagle3_embed.core.hub.locate`). None where it cannot be
-    read here: the comparison is then skipped, as it is for expectations recorded without digests."""
+def _differs(served: str | None, recorded: str | None) -> bool:
+    """Both digests known and unequal (either unknown: not compared, as for files without them)."""
+    return bool(served and recorded and served != recorded)
+
+
+def _served(path: str | None, revision: str | None, download_dir: str | None) -> str | None:
+    """The folder the server loaded: a local folder, or a hub id's cached snapshot found as SGLang
+    found it (:func:`~sglang_eagle3_embed.core.hub.locate`). None where it cannot be read here: the
+    comparison is then skipped, as it is for expectations recorded without digests."""
     if not path:
         return None
     try:
-        return config_digest(locate(path, revision, download_dir))
+        return str(locate(path, revision, download_dir))
     except HubError:
         return None
 
@@ -115,7 +132,7 @@ async def self_check(disaggregation_mode: str, tokenizer_manager) -> bool:
     started = time.monotonic()
     try:
         mode = _mode()
-        expectations = _expectations(disaggregation_mode, tokenizer_manager.server_args)
+        expectations, note = _expectations(disaggregation_mode, tokenizer_manager.server_args)
         request = GenerateReqInput(**generate_body(expectations))
         outputs = await tokenizer_manager.generate_request(request, None).__anext__()
         if isinstance(outputs, dict):
@@ -126,7 +143,7 @@ async def self_check(disaggregation_mode: str, tokenizer_manager) -> bool:
         mode = "raise"  # a self-check asked for and impossible stops the server in either mode
     else:
         verdict = judge(expectations, served)
-        message, ok = f"startup canary: {' '.join(verdict.lines)}", verdict.ok
+        message, ok = f"startup canary: {' '.join(verdict.lines)}{note}", verdict.ok
     message = f"{message} ({time.monotonic() - started:.1f} s)"
     if ok:
         logger.info("sglang_eagle3_embed %s", message)

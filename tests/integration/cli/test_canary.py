@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from sglang_eagle3_embed.cli import main
-from sglang_eagle3_embed.core.canary import Expectations, config_digest
+from sglang_eagle3_embed.core.canary import Expectations, config_digest, weights_digest
 from sglang_eagle3_embed.testing.speculation import Speculation
 from sglang_eagle3_embed.testing.stand_in_server import serving
 from tests.support.canary import record_expectations
@@ -48,6 +48,7 @@ def test_the_expectations_name_the_prompts_settings_and_wirings(expect, tiny_pai
     assert {w.capture_indices for w in read.wirings} >= {TRAINED, DEFAULTS, EMBEDDING_OFF_BY_ONE}
     assert read.settings["speculative_num_steps"] == STEPS and read.max_new_tokens == 24
     assert read.draft_config_sha256 == config_digest(tiny_pair.draft)
+    assert read.draft_weights_sha256 == weights_digest(tiny_pair.draft) != weights_digest(tiny_pair.target)
     assert read.target_config_sha256 == config_digest(tiny_pair.target)
     assert (read.backend, read.dtype) == ("hf", "float32")
     assert all(w.se > 0 for w in read.wirings)

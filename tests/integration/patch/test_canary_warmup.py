@@ -145,6 +145,24 @@ def test_a_check_that_cannot_run_stops_the_server(
     assert message in caplog.text
 
 
+def test_an_edited_config_of_the_recorded_draft_is_judged(
+    tiny_pair, expect, tmp_path, monkeypatch, stopped, caplog
+):
+    """The recorded draft's weights under a config edited since (here its ids moved to the top level,
+    where stock SGLang does not read them): the check runs and names what the server feeds."""
+    from sglang_eagle3_embed.doctor.pair import write_config_variant
+
+    edited = write_config_variant(tiny_pair.draft, tmp_path / "edited", placement="top-level")
+    monkeypatch.setenv(ENV_FILE, str(expect))
+    monkeypatch.setenv(ENV_MODE, "raise")
+    manager = Manager(tiny_pair, DEFAULTS, speculative_draft_model_path=str(edited))
+    with caplog.at_level(logging.INFO, logger="sglang_eagle3_embed"):
+        assert check(manager) is False
+    assert len(stopped) == 1 and manager.asked, "judged, not refused"
+    assert "as SGLang's default layers" in caplog.text
+    assert "its weights are the recorded draft's" in caplog.text
+
+
 def test_hub_ids_are_compared_through_the_cache_the_server_read(
     tiny_pair, expect, tmp_path, monkeypatch, stopped, caplog
 ):

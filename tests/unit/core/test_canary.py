@@ -161,6 +161,15 @@ def test_a_wiring_that_ties_with_the_trained_one_is_named_not_failed():
     assert "Not told apart" in verdict.lines[1]
 
 
+def test_a_pass_reports_the_trained_wiring_as_the_match_and_the_neighbour_apart():
+    verdict = judge(expectations(NEAR, DEFAULTS), served(3.94))  # nearer NEAR (3.95) than TRAINED (4.0)
+    assert verdict.ok and verdict.matched == TRAINED and verdict.nearest == NEAR
+    out = verdict.as_dict(served(3.94), expectations(NEAR, DEFAULTS))
+    assert out["matched"] == TRAINED.name and out["nearest"] == NEAR.name
+    failed = judge(expectations(DEFAULTS), served(1.62))
+    assert failed.matched == failed.nearest == DEFAULTS
+
+
 def test_noise_widens_the_match():
     assert not judge(expectations(DEFAULTS), served(3.0, se=0.05)).ok
     assert judge(expectations(DEFAULTS), served(3.0, se=0.3)).ok  # within 3 combined standard errors
@@ -168,3 +177,17 @@ def test_noise_widens_the_match():
 
 def test_the_file_format_is_named():
     assert expectations().as_dict()["format"] == FORMAT
+
+
+def test_a_failure_names_every_wrong_wiring_the_noise_cannot_separate():
+    layer0 = WiringExpectation(("layer 0's output for the embedding",), (1, 3, 5), 1.48, 0.1, ("convention",))
+    verdict = judge(expectations(DEFAULTS, layer0, OFF), served(1.5, se=0.06))
+    assert not verdict.ok and verdict.fits == (layer0, DEFAULTS)  # nearest first; OFF (2.6) does not fit
+    line = verdict.lines[0]
+    assert (
+        "as layer 0's output for the embedding (1.48 predicted) or stock SGLang = SGLang's default layers (1.60"
+        in line
+    )
+    assert "numbering" in line and "not running the plugin" in line
+    out = verdict.as_dict(served(1.5, se=0.06), expectations(DEFAULTS, layer0, OFF))
+    assert out["fits"] == [layer0.name, DEFAULTS.name] and out["matched"] == layer0.name
