@@ -27,8 +27,7 @@ measures: the step cost comes from the shape, the accept length from the functio
 - **Kimi-K2.5's checkpoint layout** (:func:`checkpoint_tensors`): under ``language_model.``, the
   routed experts one by one in compressed-tensors INT4 (``doctor.quantized``), the rest bf16.
 
-Not built yet: training the narrow model on the pair's language, the layer-by-layer writer on the
-GPU with the wrapper's config, and the draft at the real width.
+``benchmarks/kimi_build.py`` trains the narrow model and its draft and writes the folders.
 """
 
 from __future__ import annotations
@@ -54,6 +53,7 @@ __all__ = [
     "inserted_layer",
     "narrow_model",
     "place_trained",
+    "template",
     "wide_shapes",
     "widen",
     "widen_tensor",
@@ -80,6 +80,44 @@ class KimiPairSpec:
     """The narrow model's hidden size and head count are the wide one's over this."""
     narrow_intermediate: int = 1152
     narrow_moe_intermediate: int = 128
+    ids: tuple[int, ...] = SEED_IDS
+    """The draft's trained ids."""
+    config_ids: tuple[int, ...] = SEED_CONFIG_IDS
+    """The ids its config ships (what stock SGLang reads)."""
+    language_vocab: int = 4096
+    """Tokens the language uses (the first ones of the vocabulary), as ``real_pair``'s."""
+    groups: int = 8
+    embed_std: float = 0.005
+    growth: float = 1.5
+    p_best: float = 0.85
+    steps: int = 1500
+    batch: int = 32
+    seq_len: int = 64
+    lr: float = 5e-4
+    draft_steps: int = 1500
+    draft_lr: float = 5e-4
+    ttt_steps: int = 3
+    draft_eps: float = 1e-6
+    """The wide draft's RMSNorm epsilon (the narrow one trains with it times ``divisor``)."""
+    draft_intermediate: int = 18432
+    """The wide draft's MLP width (Kimi-K2.5's dense MLP's)."""
+    narrow_draft_intermediate: int = 1152
+    seed: int = 0
+
+    @property
+    def num_layers(self) -> int:
+        return self.text["num_hidden_layers"]
+
+    def target_spec(self):
+        """The tiny target's spec for the narrow model: its language and training recipe (the
+        shape fields are the narrow config's business)."""
+        from sglang_eagle3_embed.doctor.tiny_target import TargetSpec
+
+        return TargetSpec(
+            vocab=self.language_vocab, groups=self.groups, embed_std=self.embed_std, growth=self.growth,
+            p_best=self.p_best, steps=self.steps, batch=self.batch, seq_len=self.seq_len, lr=self.lr,
+            seed=self.seed,
+        )  # fmt: skip
 
     @classmethod
     def quick(cls) -> KimiPairSpec:
@@ -91,7 +129,11 @@ class KimiPairSpec:
             "qk_nope_head_dim": 8, "v_head_dim": 8, "max_position_embeddings": 1024,
             "rope_scaling": {**REAL_TEXT["rope_scaling"], "factor": 4.0, "original_max_position_embeddings": 256},
         }  # fmt: skip
-        return cls(text=text, experts=4, divisor=4, narrow_intermediate=24, narrow_moe_intermediate=8)
+        return cls(
+            text=text, experts=4, divisor=4, narrow_intermediate=24, narrow_moe_intermediate=8,
+            ids=(-1, 2, 4), config_ids=(2, 4, 6), language_vocab=64, steps=40, batch=8, seq_len=16,
+            lr=3e-3, draft_steps=20, draft_lr=3e-3, draft_intermediate=96, narrow_draft_intermediate=24,
+        )  # fmt: skip
 
     def wide_config(self):
         from transformers import DeepseekV3Config
@@ -134,7 +176,7 @@ def narrow_model(spec: KimiPairSpec, num_layers: int, seed: int = 0):
 def _pad(tensor: torch.Tensor, shape, blocks) -> torch.Tensor:
     """A zero tensor of ``shape`` with ``tensor``'s slices ``blocks`` (pairs of source and
     destination slice tuples) copied in."""
-    out = torch.zeros(shape, dtype=tensor.dtype)
+    out = torch.zeros(shape, dtype=tensor.dtype, device=tensor.device)
     for src, dst in blocks:
         out[dst] = tensor[src]
     return out
@@ -151,7 +193,9 @@ def wide_shapes(wide_cfg) -> dict[str, tuple[int, ...]]:
         return {k: tuple(v.shape) for k, v in DeepseekV3ForCausalLM(probe).state_dict().items()}
 
 
-def _template(name: str, first_k_dense: int) -> str:
+def template(name: str, first_k_dense: int) -> str:
+    """The name of ``name``'s tensor in :func:`wide_shapes` (layer 0 for a dense layer, the first
+    MoE layer for a MoE one)."""
     match = _LAYER.match(name)
     if not match:
         return name
@@ -204,7 +248,7 @@ def widen(narrow, spec: KimiPairSpec):
     shapes = wide_shapes(wide_cfg)
     out = {
         name: widen_tensor(
-            name, t.detach().float(), narrow.config, shapes[_template(name, wide_cfg.first_k_dense_replace)]
+            name, t.detach().float(), narrow.config, shapes[template(name, wide_cfg.first_k_dense_replace)]
         )
         for name, t in narrow.state_dict().items()
     }

@@ -102,11 +102,13 @@ def train_draft(
     seed: int = 0,
     device: str = "cpu",
     mla: bool = False,
+    config_overrides: dict | None = None,
 ):
     """Distil an EAGLE-3 draft for ``target`` on ``cat`` of the tensors named by ``ids`` (read in
     ``convention``, layer outputs by default), unrolled over ``ttt_steps`` chained steps as EAGLE-3
     trains ("training-time test"), so that later chain steps are useful too. ``mla``: an MLA draft
-    (:func:`mla_draft_config_dict`) instead of a Llama one."""
+    (:func:`mla_draft_config_dict`) instead of a Llama one; ``config_overrides``: keys of the draft's
+    config set otherwise (its norms' epsilon, its MLP width)."""
     from sglang_eagle3_embed.core.ids import Convention, id_to_capture_index
     from sglang_eagle3_embed.doctor.chain import draft_chain
 
@@ -114,11 +116,16 @@ def train_draft(
     indices = [id_to_capture_index(i, convention or Convention.LAYER_OUTPUT) for i in ids]
     torch.manual_seed(seed)
     draft = Eagle3Draft(
-        mla_draft_config_dict(config, ids)
-        if mla
-        else draft_config_dict(
-            config.hidden_size, config.vocab_size, config.num_attention_heads, ids, config.hidden_size
-        )
+        {
+            **(
+                mla_draft_config_dict(config, ids)
+                if mla
+                else draft_config_dict(
+                    config.hidden_size, config.vocab_size, config.num_attention_heads, ids, config.hidden_size
+                )
+            ),
+            **(config_overrides or {}),
+        }
     )
     draft.to(device)
     target.to(device)

@@ -126,15 +126,18 @@ def target_config(spec: TargetSpec):
     )  # fmt: skip
 
 
-def train_target(spec: TargetSpec, device: str = "cpu", config=None):
+def train_target(spec: TargetSpec, device: str = "cpu", config=None, prepare=None):
     """Train the target on its language (AdamW, cross entropy); returns it in eval mode, on the CPU.
     ``config``: the model's config when it is not ``target_config(spec)`` (a shape ``TargetSpec``
+    cannot express); ``prepare``: called with the new model before training (a change its config
     cannot express). Bit-reproducible on the CPU; ``device="cuda"`` is faster but not bitwise
     reproducible."""
     from transformers import DeepseekV3ForCausalLM
 
     torch.manual_seed(spec.seed)
     model = DeepseekV3ForCausalLM(target_config(spec) if config is None else config)
+    if prepare is not None:
+        prepare(model)
     language = Language(spec)
     if spec.embed_std:
         embedding = model.get_input_embeddings().weight

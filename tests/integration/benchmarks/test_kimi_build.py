@@ -1,0 +1,185 @@
+"""The Kimi-K2.5-shaped pair's builder (``benchmarks/kimi_build.py``) at ``--quick`` on the CPU: the
+folders it writes are Kimi-K2.5's layout, SGLang's own Kimi-K2.5 class loads the target and its
+forward gives the plugin's captures of the seed's trained ids as the narrow model computes them (INT4
+experts and bf16 weights rounded alike), stock SGLang's reading of the shipped ids reads other
+tensors, the wide draft computes what the narrow draft computes, and a stopped build resumes."""
+
+import json
+
+import pytest
+import torch
+
+from benchmarks import kimi_build
+from benchmarks.kimi_pair import KimiPairSpec, place_trained
+from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.stock_sglang import stock_reading
+from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
+from sglang_eagle3_embed.doctor.quantized import (
+    INT4_GROUP,
+    dequantize_int4,
+    dequantized_weights,
+    quantize_int4,
+)
+from sglang_eagle3_embed.doctor.weights import read_safetensors
+
+SPEC = KimiPairSpec.quick()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("kimi")
+    result = kimi_build.build(out, SPEC, "cpu", log=lambda *_: None)
+    return {name: out / name for name in result["folders"]} | {"result": result, "out": out}
+
+
+def test_the_target_is_kimi_k25_with_int4_experts_one_shard_per_layer(built):
+    folder = built["target"]
+    config = json.loads((folder / "config.json").read_text())
+    text = config["text_config"]
+    assert config["architectures"] == ["KimiK25ForConditionalGeneration"]
+    assert text["num_hidden_layers"] == SPEC.num_layers and text["hidden_size"] == SPEC.text["hidden_size"]
+    assert text["n_routed_experts"] == text["num_experts_per_tok"] == SPEC.experts
+    assert text["quantization_config"]["format"] == "pack-quantized"
+    index = json.loads((folder / "model.safetensors.index.json").read_text())["weight_map"]
+    shards = {f for f in index.values() if f != "vision.safetensors"}
+    assert len(shards) == SPEC.num_layers + 1
+    weights = read_safetensors(folder)
+    assert set(weights) == set(index)
+    packed = [k for k, v in weights.items() if v.dtype == torch.int32 and k.endswith("weight_packed")]
+    assert len(packed) == (SPEC.num_layers - 1) * SPEC.experts * 3  # every MoE layer's gate, up, down
+    assert all(".mlp.experts." in k for k in packed)
+    assert weights["language_model.model.embed_tokens.weight"].shape == (
+        SPEC.text["vocab_size"], SPEC.text["hidden_size"],
+    )  # fmt: skip
+
+
+def int4_round(weight: torch.Tensor) -> torch.Tensor:
+    """``weight`` (out, in) as the wide checkpoint holds it: its rows padded with zero inputs to
+    whole groups (the wide tensor's zero columns), quantized, dequantized, the padding dropped."""
+    rows, cols = weight.shape
+    padded = torch.zeros(rows, -(-cols // INT4_GROUP) * INT4_GROUP)
+    padded[:, :cols] = weight.to(torch.bfloat16).float()
+    q = quantize_int4(padded)
+    return dequantize_int4(q["weight_packed"], q["weight_scale"], q["weight_shape"])[:, :cols]
+
+
+def as_written(narrow):
+    """The narrow model with the rounding the wide folder applies: bf16 weights (the routing bias
+    float32), INT4 routed experts."""
+    ref = kimi_build.load_narrow(narrow, SPEC)
+    with torch.no_grad():
+        for name, p in ref.named_parameters():
+            if name.endswith("mlp.experts.gate_up_proj"):
+                half = p.shape[1] // 2
+                for e in range(p.shape[0]):
+                    p[e, :half] = int4_round(p[e, :half])
+                    p[e, half:] = int4_round(p[e, half:])
+            elif name.endswith("mlp.experts.down_proj"):
+                for e in range(p.shape[0]):
+                    p[e] = int4_round(p[e])
+            else:
+                p.copy_(p.to(torch.bfloat16).float())
+    return ref
+
+
+def test_sglangs_kimi_k25_captures_what_the_narrow_model_computes(built, sglang_cpu):
+    """SGLang's Kimi-K2.5 class (the plugin's) on the folder: the plugin's capture of the trained ids
+    equals the narrow model's states at the trained layers, zero beyond the narrow width, and stock
+    SGLang's reading of the shipped ids holds other tensors at every position."""
+    from sglang.srt.utils.hf_transformers.config import get_config
+
+    from sglang_eagle3_embed.patch import deepseek_models as models
+
+    harness = sglang_cpu
+    config = get_config(str(built["target"]), trust_remote_code=False)
+    config.encoder_only = config.language_only = False
+    kimi = harness.build(models.KimiK25ForConditionalGeneration, config)
+    kimi.load_weights(list(dequantized_weights(read_safetensors(built["target"])).items()))
+    prompt = [5, 9, 17, 3, 40, 41, 7]
+
+    def captures(indices=None):
+        if indices is None:  # the plugin's reading of the fixed draft's config
+            with harness.published_eagle3_launch(str(built["draft-fixed"])):
+                kimi.set_eagle3_layers_to_capture(list(SPEC.ids))
+        else:  # what stock SGLang's reading of the shipped config captures
+            kimi.language_model.model.layers_to_capture = list(indices)
+        batch = harness.CpuRuntime(config.text_config).extend([1], [prompt])
+        with torch.no_grad():
+            return kimi(batch.input_ids, batch.positions, batch).hidden_states
+
+    served = captures()
+    reference = harness.hf_hidden_states(as_written(built["narrow"]), prompt)
+    h, H = reference[0].shape[-1], SPEC.text["hidden_size"]
+    states = served.view(len(prompt), 3, H)
+    for k, i in enumerate(kimi_build.narrow_ids(SPEC)):
+        assert not states[:, k, h:].any(), f"capture {k}: the stream beyond the narrow width is not zero"
+        assert torch.allclose(states[:, k, :h], reference[i + 1], atol=1e-4), k
+
+    stock = stock_reading({"eagle_config": {IDS_FIELD: list(SPEC.config_ids)}}, SPEC.num_layers).indices
+    plan = resolve_capture_plan({"eagle_config": {IDS_FIELD: list(SPEC.ids)}}, SPEC.num_layers).indices
+    assert stock != plan
+    read = captures(stock).view(len(prompt), 3, H)
+    for k in range(3):
+        gap = ((read[:, k] - states[:, k]).norm() / states[:, k].norm()).item()
+        assert gap > 0.1, f"position {k}: stock reads the trained tensor (relative difference {gap:.3f})"
+
+
+def test_the_wide_draft_computes_what_the_narrow_draft_computes(built):
+    narrow, _ = load_draft(built["narrow-draft"])
+    wide, _ = load_draft(built["draft"])
+    with torch.no_grad():
+        for p in narrow.parameters():
+            p.copy_(p.to(torch.bfloat16).float())  # the wide draft is written in bf16
+    h, H = narrow.fc.weight.shape[0], wide.fc.weight.shape[0]
+    gen = torch.Generator().manual_seed(3)
+    embeds, aux = torch.randn(2, 6, h, generator=gen), torch.randn(2, 6, 3, h, generator=gen)
+    wide_embeds = torch.zeros(2, 6, H)
+    wide_embeds[..., :h] = embeds
+    wide_aux = torch.zeros(2, 6, 3, H)
+    wide_aux[..., :h] = aux
+    with torch.no_grad():
+        want = narrow(embeds, aux.flatten(2))
+        got = wide(wide_embeds, wide_aux.flatten(2))
+    assert torch.allclose(got, want, atol=1e-4), (got - want).abs().max()
+
+
+def test_the_drafts_configs_are_the_seeds_and_the_fix(built):
+    shipped = json.loads((built["draft"] / "config.json").read_text())
+    fixed = json.loads((built["draft-fixed"] / "config.json").read_text())
+    assert shipped["eagle_config"][IDS_FIELD] == list(SPEC.config_ids)
+    assert fixed["eagle_config"][IDS_FIELD] == list(SPEC.ids)
+    assert shipped["hidden_size"] == SPEC.text["hidden_size"]
+    assert shipped["num_attention_heads"] == SPEC.text["num_attention_heads"]
+
+
+def test_a_stopped_build_resumes_its_shards_and_rebuilds_the_same_bytes(built, tmp_path):
+    """A build stopped after some target shards resumes them (not rewritten) and publishes the
+    target with the same manifest as an uninterrupted build."""
+    out = tmp_path / "again"
+    shards = kimi_build.target_shards
+
+    def stopping(narrow, spec, device="cpu", dtype=torch.bfloat16):
+        for n, (name, make) in enumerate(shards(narrow, spec, device, dtype)):
+            if n == 4:
+                raise KeyboardInterrupt("stopped")
+            yield name, make
+
+    kimi_build.target_shards = stopping
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            kimi_build.build(out, SPEC, "cpu", log=lambda *_: None)
+    finally:
+        kimi_build.target_shards = shards
+    partial = out / f"target{kimi_build.PARTIAL}"
+    kept = {p.name: p.stat().st_mtime_ns for p in partial.glob("*.safetensors")}
+    assert len(kept) == 4
+    lines = []
+    result = kimi_build.build(out, SPEC, "cpu", reuse=True, log=lines.append)
+    assert any("5 written, 4 resumed" in line for line in lines), lines
+    assert result["manifests"] == built["result"]["manifests"]
+
+
+def test_the_trained_layers_are_placed_for_the_quick_spec():
+    assert place_trained(SPEC.num_layers, SPEC.ids, SPEC.config_ids) == (0, 2, 3, 4, 5)
+    assert kimi_build.narrow_ids(SPEC) == [-1, 1, 3]
