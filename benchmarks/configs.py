@@ -12,7 +12,7 @@ the servers that run side by side: it follows from how many do, and is written n
 the servers that take the same step are the ones its derived ratios apply to.
 
 Every ``mem_fraction_static`` a benchmark passes is here: the suites' (``SPEEDUP``, ``REAL_SPEEDUP``,
-``STEP_TIMES``) and ``CAPTURE_WORKERS`` (``capture_overhead.py``'s SGLang ModelRunners, no server).
+``KIMI_SPEEDUP``, ``STEP_TIMES``) and ``CAPTURE_WORKERS`` (``capture_overhead.py``'s SGLang ModelRunners, no server).
 Measured values are not: they live in the results files the benchmarks write.
 """
 
@@ -30,8 +30,9 @@ PLUGIN = "sglang_eagle3_embed"
 class Server:
     """One ``launch_server`` configuration: its name, its speculative arguments (none: plain
     decoding) and the draft folder it serves, by where the draft's ids sit: ``"nested"`` (the
-    plugin serves it) or ``"top-level"`` (stock SGLang, which ignores them and serves its default
-    layers); None without a draft."""
+    plugin serves it), ``"top-level"`` (stock SGLang, which ignores them and serves its default
+    layers) or ``"seed"`` (stock SGLang with the seed's Kimi-K2.5 draft config, ids ``[2, 30, 58]``
+    nested, which it reads as capture indices); None without a draft."""
 
     name: str
     speculative: dict = field(default_factory=dict)
@@ -60,6 +61,10 @@ SERVERS = {
         Server("plugin, 3 steps", spec(3), "nested"),
         Server("plugin, 7 steps", spec(7), "nested"),
         Server("plugin, tree", spec(3, topk=4, tokens=8), "nested"),
+        # the seed's launch: 1 step, top-k 1, 16 draft tokens (SGLang serves 2), and the 15 it tried
+        Server("stock SGLang, the seed's flags", spec(1, tokens=16), "seed"),
+        Server("stock SGLang, the seed's config, 15 steps", spec(15, tokens=16), "seed"),
+        Server("plugin, 5 steps", spec(5), "nested"),
     )
 }
 BASELINE = "no speculation"
@@ -120,7 +125,10 @@ prefill graphs up to 512 tokens (the largest prefill here) rather than SGLang's 
 add a minute to each start."""
 
 SPEEDUP = Suite(
-    servers=tuple(SERVERS), shared={**SERVED, "max_total_tokens": 32768}, gpu_share=0.75, side_by_side=True
+    servers=("no speculation", "stock SGLang, 3 steps", "plugin, 3 steps", "plugin, 7 steps", "plugin, tree"),
+    shared={**SERVED, "max_total_tokens": 32768},
+    gpu_share=0.75,
+    side_by_side=True,
 )
 """``speedup.py``: every server, side by side on one GPU with the tiny GPU pair, KV pools capped."""
 
@@ -132,6 +140,18 @@ REAL_SPEEDUP = Suite(
 )
 """``real_speedup.py``: one at a time with the V2-Lite-shaped pair (31 GB of weights, a KV pool for
 64 requests)."""
+
+KIMI_SPEEDUP = Suite(
+    servers=(
+        "no speculation", "stock SGLang, the seed's flags", "stock SGLang, the seed's config, 15 steps",
+        "plugin, 3 steps", "plugin, 5 steps", "plugin, 7 steps",
+    ),
+    shared={**SERVED, "trust_remote_code": True, "max_total_tokens": 65536, "chunked_prefill_size": 4096},
+    gpu_share=0.85,
+    side_by_side=False,
+)  # fmt: skip
+"""``real_speedup.py`` on ``kimi_build.py``'s pair (Kimi-K2.5's real shape, 36 GB of weights): one at
+a time; the seed's launch lines against the plugin with the corrected config."""
 
 STEP_TIMES = {
     "kimi-k25": Suite(

@@ -2,9 +2,13 @@
 alone on the GPU at a time, measured by SGLang's own client.
 
 The pair is :mod:`benchmarks.real_pair`'s (DeepSeek-V2-Lite's shape on all 27 layers, its function
-trained, a draft on ``[-1, a, b]``). The servers of ``configs.REAL_SPEEDUP`` (``benchmarks/configs.py``),
-one after another: no speculation; stock SGLang with the same draft (ids at the top level, so it
-serves its default layers); the plugin at 3 and 7 steps (top-k 1). Each is started, then at every concurrency warmed up by an untimed run whose
+trained, a draft on ``[-1, a, b]``) or :mod:`benchmarks.kimi_build`'s (Kimi-K2.5's real shape, the
+seed's draft). The servers of ``configs.REAL_SPEEDUP`` (``benchmarks/configs.py``), one after
+another: no speculation; stock SGLang with the same draft (ids at the top level, so it serves its
+default layers); the plugin at 3 and 7 steps (top-k 1). For the Kimi-K2.5 pair, those of
+``configs.KIMI_SPEEDUP``: no speculation; stock SGLang with the seed's draft config (``[2, 30,
+58]``) and flags (1 step, 16 draft tokens), and at 15 steps; the plugin with the corrected config
+at 3, 5 and 7 steps. Each is started, then at every concurrency warmed up by an untimed run whose
 throughput sizes the timed runs (``--seconds`` of work per concurrency over all rounds), then
 timed for ``--rounds`` rounds, the order of the concurrencies rotating from round to round, by
 ``python -m sglang.benchmark.serving`` on a ``custom`` dataset of the pair's language. Reported per
@@ -35,8 +39,8 @@ from sglang_eagle3_embed.testing.server_run import Server, bench_command, client
 
 NAME = "real_speedup"
 SUITE = configs.REAL_SPEEDUP
-CONFIGS = SUITE.servers
-"""The servers, by name (``configs.SERVERS``), in the order a merged result shows them."""
+CONFIGS = tuple(dict.fromkeys((*SUITE.servers, *configs.KIMI_SPEEDUP.servers)))
+"""The servers of both pairs, by name (``configs.SERVERS``), in the order a merged result shows them."""
 KEYS = (*speedup.RESULT_KEYS, "duration")
 STEP_TIMES = "step_times.json"
 """``step_times.py``'s result, read from ``--results`` unless ``--step-times`` names another."""
@@ -54,21 +58,35 @@ def rotated(levels, round_: int) -> list:
     return list(levels[k:]) + list(levels[:k])
 
 
-def measure(args) -> dict:
+def setup(pair: Path, logs: Path):
+    """The suite, target, drafts (by placement) and language of a folder ``real_pair.py`` or
+    ``kimi_build.py`` built."""
+    from benchmarks import kimi_build
+    from benchmarks.kimi_pair import KimiPairSpec
     from benchmarks.real_pair import RealPairSpec
     from sglang_eagle3_embed.doctor.pair import write_config_variant
+
+    kimi = pair / "narrow" / kimi_build.RECORD
+    if kimi.exists():
+        spec = KimiPairSpec(**json.loads(kimi.read_text())["spec"])
+        drafts = {"nested": str(pair / "draft-fixed"), "seed": str(pair / "draft")}
+        return configs.KIMI_SPEEDUP, pair / "target", drafts, spec
+    spec = RealPairSpec(**json.loads((pair / "real_pair.json").read_text())["spec"])
+    top = write_config_variant(pair / "draft", logs / "top-level-draft", placement="top-level")
+    return configs.REAL_SPEEDUP, pair / "target", {"nested": str(pair / "draft"), "top-level": str(top)}, spec
+
+
+def measure(args) -> dict:
     from sglang_eagle3_embed.doctor.tiny_target import Language
     from sglang_eagle3_embed.testing.server_run import write_custom_dataset
 
     pair, logs = args.pair, args.logs
     logs.mkdir(parents=True, exist_ok=True)
-    spec = RealPairSpec(**json.loads((pair / "real_pair.json").read_text())["spec"])
-    drafts = {
-        "nested": str(pair / "draft"),
-        "top-level": str(
-            write_config_variant(pair / "draft", logs / "top-level-draft", placement="top-level")
-        ),
-    }
+    suite, target, drafts, spec = setup(pair, logs)
+    args.configs = args.configs or list(suite.servers)
+    unknown = [name for name in args.configs if name not in suite.servers]
+    if unknown:
+        raise SystemExit(f"--configs {unknown}: not among this pair's servers {list(suite.servers)}")
     import torch
 
     cap = args.dataset_size
@@ -76,10 +94,13 @@ def measure(args) -> dict:
         cap, args.prompt_len + args.output_len, torch.Generator().manual_seed(2026)
     )
     dataset = write_custom_dataset(rows.tolist(), args.prompt_len, logs / "language.jsonl")
-    result = {"rounds": {}, "sizes": {}, "startup_s": {}, "setup": vars(args) | {"spec": spec.__dict__}}
+    result = {
+        "rounds": {}, "sizes": {}, "startup_s": {}, "kimi": suite is configs.KIMI_SPEEDUP,
+        "setup": vars(args) | {"spec": spec.__dict__},
+    }  # fmt: skip
     for name in args.configs:
         label = name.replace(" ", "-").replace(",", "")
-        server = Server(label, server_kwargs(name, pair / "target", drafts), logs)
+        server = Server(label, suite.kwargs(name, target, drafts), logs)
         result["rounds"][name] = {str(c): [] for c in args.concurrency}
         try:
             server.start()
@@ -122,11 +143,12 @@ def _bench(server, dataset, pair, concurrency, prompts, args, out, seed):
 
 def merged(results: list[dict]) -> dict:
     """Several runs' servers as one result (a later run's server replaces an earlier one's)."""
-    out = {"rounds": {}, "sizes": {}, "startup_s": {}, "env": {}}
+    out = {"rounds": {}, "sizes": {}, "startup_s": {}, "env": {}, "kimi": False}
     for result in results:
         for key in ("rounds", "sizes", "startup_s"):
             out[key].update(result.get(key, {}))
         out["env"] = result.get("env") or out["env"]
+        out["kimi"] = out["kimi"] or bool(result.get("kimi"))
     order = [name for name in CONFIGS if name in out["rounds"]]
     out["rounds"] = {name: out["rounds"][name] for name in order}
     return out
@@ -200,7 +222,8 @@ def render(result: dict, steps: dict | None = None) -> str:
 
 def plot(result: dict, results_dir: Path) -> Path:
     env = result.get("env", {})
-    title = f"SGLang's serving client, V2-Lite-shaped pair (27 layers): {env.get('gpu', 'GPU')}, {env.get('date', '')}"
+    pair = "Kimi-K2.5's real shape (61 layers)" if result.get("kimi") else "V2-Lite-shaped pair (27 layers)"
+    title = f"SGLang's serving client, {pair}: {env.get('gpu', 'GPU')}, {env.get('date', '')}"
     return speedup.plot(result, results_dir, name=NAME, title=title)
 
 
@@ -209,8 +232,10 @@ def main() -> dict:
     p.add_argument("--logs", type=Path, default=Path("/tmp/real_speedup"), help="server logs, dataset")
     p.add_argument("--rounds", type=int, default=3, help="timed rounds")
     p.add_argument("--from-json", type=Path, nargs="+", help="render (merged) saved results (no GPU)")
-    p.add_argument("--pair", type=Path, help="the folder benchmarks.real_pair built")
-    p.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
+    p.add_argument("--pair", type=Path, help="the folder benchmarks.real_pair or benchmarks.kimi_build built")
+    p.add_argument(
+        "--configs", nargs="+", choices=list(CONFIGS), help="default: every server of the pair's suite"
+    )
     p.add_argument("--concurrency", type=int, nargs="+", default=list(speedup.CONCURRENCY))
     p.add_argument("--seconds", type=float, default=24.0, help="timed seconds per concurrency, all rounds")
     p.add_argument("--prompt-len", type=int, default=64)
@@ -222,8 +247,9 @@ def main() -> dict:
     )
     args = p.parse_args()
 
-    def table(result: dict) -> str:
-        return render(result, step_times(args.step_times or args.results / STEP_TIMES))
+    def table(result: dict) -> str:  # the step times are V2-Lite's: no derived column for Kimi-K2.5
+        steps = None if result.get("kimi") else step_times(args.step_times or args.results / STEP_TIMES)
+        return render(result, steps)
 
     if args.from_json:
         result = merged([json.loads(f.read_text()) for f in args.from_json])

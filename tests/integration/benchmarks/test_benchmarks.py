@@ -489,7 +489,7 @@ def test_real_speedup_servers_resolve_in_sglang(tmp_path):
     materialize(Scenario(), tmp_path)
     drafts = {"nested": tmp_path / "draft", "top-level": tmp_path / "draft"}
     seen = {}
-    for name in rs.CONFIGS:
+    for name in rs.SUITE.servers:
         server_args = ServerArgs(**{**rs.server_kwargs(name, tmp_path / "target", drafts), "device": "cpu"})
         server_args.resolve_once()
         keys = ("speculative_algorithm", "speculative_num_draft_tokens", "model_impl")
@@ -502,6 +502,35 @@ def test_real_speedup_servers_resolve_in_sglang(tmp_path):
     }
 
 
+def test_the_kimi_suite_serves_the_seeds_launch_lines_as_sglang_resolves_them(tmp_path):
+    """The Kimi-K2.5 pair's servers through SGLang's own resolution (on the CPU): the seed's flags
+    (1 step, top-k 1, 16 draft tokens) are served as 2 draft tokens, silently; only the corrected
+    draft's servers select the plugin; the seed's draft goes to stock SGLang."""
+    from sglang.srt.arg_groups.overrides import resolution_result
+    from sglang.srt.server_args import ServerArgs
+
+    from benchmarks import configs
+    from sglang_eagle3_embed.testing.rule_examples import Scenario, materialize
+
+    materialize(Scenario(), tmp_path)
+    drafts = {"nested": tmp_path / "draft", "seed": tmp_path / "draft"}
+    seen = {}
+    for name in configs.KIMI_SPEEDUP.servers:
+        kwargs = configs.KIMI_SPEEDUP.kwargs(name, tmp_path / "target", drafts)
+        server_args = ServerArgs(**{**kwargs, "device": "cpu"})
+        server_args.resolve_once()
+        keys = ("speculative_num_steps", "speculative_num_draft_tokens", "model_impl")
+        seen[name] = tuple(resolution_result(server_args, key) for key in keys)
+    assert seen == {
+        "no speculation": (None, None, "auto"),
+        "stock SGLang, the seed's flags": (1, 2, "auto"),
+        "stock SGLang, the seed's config, 15 steps": (15, 16, "auto"),
+        "plugin, 3 steps": (3, 4, "sglang_eagle3_embed"),
+        "plugin, 5 steps": (5, 6, "sglang_eagle3_embed"),
+        "plugin, 7 steps": (7, 8, "sglang_eagle3_embed"),
+    }
+
+
 def test_memory_shares_follow_from_the_servers_side_by_side():
     """Each server's ``mem_fraction_static`` is its suite's share of the GPU divided among the
     servers that run at once: one more server side by side gets each a smaller share, servers one
@@ -510,13 +539,13 @@ def test_memory_shares_follow_from_the_servers_side_by_side():
 
     from benchmarks import configs
 
-    suites = [configs.SPEEDUP, configs.REAL_SPEEDUP, *configs.STEP_TIMES.values()]
+    suites = [configs.SPEEDUP, configs.REAL_SPEEDUP, configs.KIMI_SPEEDUP, *configs.STEP_TIMES.values()]
     for suite in suites:
         for name in suite.servers:
-            kwargs = suite.kwargs(name, "/target", {"nested": "/n", "top-level": "/t"})
+            kwargs = suite.kwargs(name, "/target", {"nested": "/n", "top-level": "/t", "seed": "/s"})
             assert kwargs["mem_fraction_static"] == pytest.approx(suite.gpu_share / suite.at_once), name
         assert suite.at_once * suite.mem_fraction_static <= 1.0
-    assert configs.SPEEDUP.at_once == len(configs.SERVERS) == 5 and configs.REAL_SPEEDUP.at_once == 1
+    assert configs.SPEEDUP.at_once == len(configs.SPEEDUP.servers) == 5 and configs.REAL_SPEEDUP.at_once == 1
     fewer = dataclasses.replace(configs.SPEEDUP, servers=configs.SPEEDUP.servers[:4])
     assert fewer.mem_fraction_static == pytest.approx(configs.SPEEDUP.gpu_share / 4)
     with pytest.raises(ValueError, match="not in SERVERS"):

@@ -183,3 +183,12 @@ def test_a_stopped_build_resumes_its_shards_and_rebuilds_the_same_bytes(built, t
 def test_the_trained_layers_are_placed_for_the_quick_spec():
     assert place_trained(SPEC.num_layers, SPEC.ids, SPEC.config_ids) == (0, 2, 3, 4, 5)
     assert kimi_build.narrow_ids(SPEC) == [-1, 1, 3]
+
+
+def test_real_speedup_serves_the_built_folder_with_the_kimi_suite(built, tmp_path):
+    from benchmarks import configs, real_speedup
+
+    suite, target, drafts, spec = real_speedup.setup(built["out"], tmp_path)
+    assert suite is configs.KIMI_SPEEDUP and target == built["target"]
+    assert drafts == {"nested": str(built["draft-fixed"]), "seed": str(built["draft"])}
+    assert spec.target_spec() == SPEC.target_spec()  # the same language for the serving client
