@@ -1,8 +1,12 @@
 """EAGLE-3 draft ids [-1, a, b] on a DeepSeek-V3 target: stock SGLang against the patched tree.
 
 Self-contained: it imports only sglang, torch, transformers and the standard library. It writes
-a random tiny DeepSeek-V3 target (8 layers) and a random EAGLE-3 draft (LlamaForCausalLMEagle3)
-that reads [embedding output, output of layer 2, output of layer 5], written as ids [-1, 2, 5]:
+a small synthetic language (each sequence's topic is its first token; the next token follows
+the previous one by the topic's table, its likeliest choice with p 0.85), trains a tiny
+DeepSeek-V3 target on it (8 layers) and then an EAGLE-3 draft (LlamaForCausalLMEagle3) on
+[embedding output, output of layer 2, output of layer 5], written as ids [-1, 2, 5], to guess the
+target's next greedy token (seconds on a GPU; ``write --steps`` sets the budget). One draft is
+written three ways:
 
     draft-ids-nested     eagle_config.eagle_aux_hidden_state_layer_ids = [-1, 2, 5]
     draft-ids-top-level  the same ids at the top level of the draft config
@@ -10,8 +14,8 @@ that reads [embedding output, output of layer 2, output of layer 5], written as 
                          capture indices stock SGLang reads (index i = the input of layer i)
 
 then serves each with sglang.Engine (EAGLE3, 3 steps, top-k 1, 4 draft tokens, deterministic
-inference, triton attention, greedy, 32 prompts of 40 new tokens in one batch), each engine in its
-own process:
+inference, triton attention, greedy, 32 prompts of the language of 40 new tokens in one batch),
+each engine in its own process:
 
     stock    draft-ids-nested     expected: fails at startup, "captured 2 of 3 aux hidden states"
     stock    draft-indices        the reference: the tensors the draft reads, by hand
@@ -20,12 +24,14 @@ own process:
     patched  draft-ids-top-level  expected (PRs 1-2): the reference's tokens and accept lengths
 
 "stock" is the sglang this interpreter imports; "patched" puts --patched-python (the ``python``
-folder of a SGLang checkout with the PRs applied) first on PYTHONPATH. With random weights the
-draft rarely guesses the target's token, so accept lengths stay near 1; what the table checks is
-that each request's tokens and accept length equal the reference's (the draft's guesses depend on
-every tensor it reads, which the control row shows).
+folder of a SGLang checkout with the PRs applied) first on PYTHONPATH. Speculation is lossless, so
+tokens alone cannot tell a draft fed the wrong tensors from one fed the right ones; the accept
+lengths can. The table therefore prints a verdict only when the control row is separated from the
+reference: its mean accept length at least MARGIN lower, and at least SEPARATED of the requests'
+accept lengths differing. Otherwise it says so and prints no verdict (the pair did not learn
+enough: more ``--steps``).
 
-    python reproduce_eagle3_embedding_output.py write OUT             # the models, CPU, seconds
+    python reproduce_eagle3_embedding_output.py write OUT             # the models: a GPU, seconds
     python reproduce_eagle3_embedding_output.py run OUT --patched-python SGLANG/python   # GPU
     # the same in two calls (about a minute per engine): --runs 1,2,3 then --runs 4,5
 """
@@ -40,10 +46,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-LAYERS, HIDDEN, VOCAB = 8, 128, 32
+LAYERS, HIDDEN, VOCAB = 8, 128, 64
 IDS = [-1, 2, 5]  # layer outputs: -1 the embedding output, k the output of layer k
 INDICES = [i + 1 for i in IDS]  # capture indices: i is the input of layer i
 PROMPTS, PROMPT_LEN, NEW_TOKENS = 32, 16, 40
+TOPICS, P_BEST = 4, 0.85  # the language: a sequence's topic is its first token modulo TOPICS
+STEPS = 400  # training steps of the target and of the draft (batches of 32 x 32 tokens)
+EMBED_STD, GROWTH = 0.005, 1.5  # a small frozen embedding; layer k's output projections x GROWTH**k
+MARGIN = 0.3
+"""The control row's mean accept length must lie at least this far below the reference's."""
+SEPARATED = 0.5
+"""And at least this share of the requests' accept lengths must differ from the reference's."""
 DRAFTS = {
     "draft-ids-nested": {"eagle_config": {"eagle_aux_hidden_state_layer_ids": IDS}},
     "draft-ids-top-level": {"eagle_aux_hidden_state_layer_ids": IDS},
@@ -88,21 +101,20 @@ def draft_config(**ids_fields):
 
 
 def draft_class():
-    """A module whose parameter names and shapes are those SGLang's LlamaForCausalLMEagle3 loads
-    (``srt/models/llama_eagle3.py``: ``midlayer.*`` is its decoder layer, whose attention reads
-    ``cat([embeds, hidden])``; ``fc`` maps the ``len(ids)`` target tensors to one), and whose
-    class name ``save_pretrained`` writes as the config's architecture."""
+    """An EAGLE-3 draft whose parameter names and shapes are those SGLang's LlamaForCausalLMEagle3
+    loads (``srt/models/llama_eagle3.py``: ``midlayer.*`` is its decoder layer, whose attention
+    reads ``cat([norm(embeds), norm(hidden)])``; ``fc`` maps the ``len(ids)`` target tensors to
+    one), whose class name ``save_pretrained`` writes as the config's architecture, and whose
+    ``forward(embeds, aux)`` is its first draft step over a whole sequence (causal attention)."""
     import torch
     from torch import nn
     from transformers import LlamaConfig, PreTrainedModel
-
-    def norm(width):
-        module = nn.Module()
-        module.weight = nn.Parameter(torch.ones(width))
-        return module
-
-    def linear(fan_in, fan_out):
-        return nn.Linear(fan_in, fan_out, bias=False)
+    from transformers.models.llama.modeling_llama import (
+        LlamaAttention,
+        LlamaMLP,
+        LlamaRMSNorm,
+        LlamaRotaryEmbedding,
+    )
 
     class LlamaForCausalLMEagle3(PreTrainedModel):
         config_class = LlamaConfig
@@ -110,57 +122,128 @@ def draft_class():
 
         def __init__(self, config):
             super().__init__(config)
-            h, i = config.hidden_size, config.intermediate_size
+            h, heads = config.hidden_size, config.num_attention_heads
             ids = (getattr(config, "eagle_config", None) or {}).get(
                 "eagle_aux_hidden_state_layer_ids"
             ) or config.eagle_aux_hidden_state_layer_ids
-            self.fc = linear(len(ids) * config.target_hidden_size, h)
+            self.fc = nn.Linear(len(ids) * config.target_hidden_size, h, bias=False)
+            wide = LlamaConfig(**{**config.to_dict(), "hidden_size": 2 * h, "head_dim": h // heads})
+            wide._attn_implementation = "sdpa"
             self.midlayer = nn.Module()
-            self.midlayer.input_layernorm = norm(h)
-            self.midlayer.hidden_norm = norm(h)
-            self.midlayer.post_attention_layernorm = norm(h)
-            self.midlayer.self_attn = nn.Module()
-            for name in ("q_proj", "k_proj", "v_proj"):
-                setattr(self.midlayer.self_attn, name, linear(2 * h, h))
-            self.midlayer.self_attn.o_proj = linear(h, h)
-            self.midlayer.mlp = nn.Module()
-            self.midlayer.mlp.gate_proj = linear(h, i)
-            self.midlayer.mlp.up_proj = linear(h, i)
-            self.midlayer.mlp.down_proj = linear(i, h)
-            self.norm = norm(h)
-            self.lm_head = linear(h, config.draft_vocab_size)
+            self.midlayer.self_attn = LlamaAttention(wide, layer_idx=0)
+            self.midlayer.self_attn.o_proj = nn.Linear(h, h, bias=False)
+            self.midlayer.mlp = LlamaMLP(config)
+            for name in ("input_layernorm", "hidden_norm", "post_attention_layernorm"):
+                setattr(self.midlayer, name, LlamaRMSNorm(h, eps=config.rms_norm_eps))
+            self.norm = LlamaRMSNorm(h, eps=config.rms_norm_eps)
+            self.lm_head = nn.Linear(h, config.draft_vocab_size, bias=False)
+            # built at each forward: a buffer of a submodule is not restored by from_pretrained
+            self.rope_config = LlamaConfig(**{**config.to_dict(), "head_dim": h // heads})
             self.post_init()
 
         def _init_weights(self, module):
-            pass  # nn.Linear's own random initialization, seeded by the caller
+            pass  # torch's own initialization, seeded by the caller
+
+        def forward(self, embeds, aux):
+            layer, residual = self.midlayer, self.fc(aux)
+            x = torch.cat([layer.input_layernorm(embeds), layer.hidden_norm(residual)], dim=-1)
+            positions = torch.arange(x.shape[1], device=x.device)[None].expand(x.shape[0], -1)
+            rotary = LlamaRotaryEmbedding(self.rope_config).to(x.device)
+            attn, _ = layer.self_attn(x, position_embeddings=rotary(x, positions), attention_mask=None)
+            residual = attn + residual
+            out = layer.mlp(layer.post_attention_layernorm(residual)) + residual
+            return self.lm_head(self.norm(out))
 
     return LlamaForCausalLMEagle3
 
 
-def write_models(out: Path, seed: int = 0) -> dict[str, Path]:
-    """The random target and the three draft folders under ``out``; returns their paths."""
+def language(seed: int = 0):
+    """The topic table: ``table[topic, previous token]`` = (likeliest next token, the other one)."""
+    import torch
+
+    return torch.randint(VOCAB, (TOPICS, VOCAB, 2), generator=torch.Generator().manual_seed(seed))
+
+
+def sample(table, batch: int, length: int, gen):
+    import torch
+
+    x = torch.empty(batch, length, dtype=torch.long)
+    x[:, :2] = torch.randint(VOCAB, (batch, 2), generator=gen)
+    for t in range(2, length):
+        choices = table[x[:, 0] % TOPICS, x[:, t - 1]]
+        other = (torch.rand(batch, generator=gen) >= P_BEST).long()
+        x[:, t] = choices.gather(1, other[:, None])[:, 0]
+    return x
+
+
+def train(target, draft, steps: int, device: str, seed: int = 0) -> None:
+    """The target on the language, then the draft on the target's states at INDICES (embedding
+    of token t+1 and the states of position t, to guess the target's greedy token after t+1)."""
+    import torch
+    from torch.nn.functional import cross_entropy
+
+    table, gen = language(seed), torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():  # states that differ from layer to layer, as a real model's do
+        embedding = target.get_input_embeddings().weight
+        embedding.normal_(0.0, EMBED_STD)
+        embedding.requires_grad_(False)
+        for name, p in target.named_parameters():
+            if name.endswith(("o_proj.weight", "down_proj.weight", "down_proj")):
+                p.mul_(GROWTH ** int(name.split(".")[2]))
+    target.to(device).train()
+    optimizer = torch.optim.AdamW([p for p in target.parameters() if p.requires_grad], lr=3e-3)
+    for _ in range(steps):
+        tokens = sample(table, 32, 32, gen).to(device)
+        loss = target(tokens, labels=tokens).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    target.eval()
+    draft.to(device).train()
+    optimizer = torch.optim.AdamW(draft.parameters(), lr=3e-3)
+    for _ in range(steps):
+        tokens = sample(table, 32, 32, gen).to(device)
+        with torch.no_grad():
+            out = target(tokens, output_hidden_states=True)
+            embeds = target.get_input_embeddings()(tokens[:, 1:])
+        aux = torch.cat([out.hidden_states[i][:, :-1] for i in INDICES], dim=-1)
+        logits = draft(embeds, aux)
+        loss = cross_entropy(logits.flatten(0, 1), out.logits.argmax(-1)[:, 1:].flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    target.cpu().eval()
+    draft.cpu().eval()
+
+
+def write_models(out: Path, seed: int = 0, steps: int = STEPS, device: str | None = None) -> dict[str, Path]:
+    """The trained target and the three draft folders under ``out``; returns their paths."""
     import torch
     from transformers import DeepseekV3ForCausalLM
 
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
-    paths = {"target": out / "target"}
-    DeepseekV3ForCausalLM(target_config()).save_pretrained(paths["target"])
+    target = DeepseekV3ForCausalLM(target_config())
     torch.manual_seed(seed + 1)
-    weights = draft_class()(draft_config(**DRAFTS["draft-ids-nested"])).state_dict()
+    draft = draft_class()(draft_config(**DRAFTS["draft-ids-nested"]))
+    train(target, draft, steps, device, seed)
+    paths = {"target": out / "target"}
+    target.save_pretrained(paths["target"])
+    weights = draft.state_dict()
     for name, ids_fields in DRAFTS.items():
-        draft = draft_class()(draft_config(**ids_fields))
-        draft.load_state_dict(weights)  # one draft, its ids written three ways
-        draft.save_pretrained(out / name)
+        written = draft_class()(draft_config(**ids_fields))
+        written.load_state_dict(weights)  # one draft, its ids written three ways
+        written.save_pretrained(out / name)
         paths[name] = out / name
     return paths
 
 
 def prompts(seed: int = 0) -> list[list[int]]:
+    """Prompts of the language (its topics and transitions), as the pair was trained on."""
     import torch
 
-    gen = torch.Generator().manual_seed(seed)
-    return torch.randint(VOCAB, (PROMPTS, PROMPT_LEN), generator=gen).tolist()
+    return sample(language(seed), PROMPTS, PROMPT_LEN, torch.Generator().manual_seed(seed + 2026)).tolist()
 
 
 def serve(target: str, draft: str, result: str) -> None:
@@ -244,6 +327,7 @@ def run_all(out: Path, patched_python: Path, timeout: int, only: set[int] | None
         if reference is not None:
             row["tokens_equal"] = sum(map(list.__eq__, got["tokens"], reference["tokens"]))
             row["accepts_equal"] = sum(a == b for a, b in zip(got["accept"], reference["accept"]))
+            row["accepts_differ"] = PROMPTS - row["accepts_equal"]
     (out / "summary.json").write_text(json.dumps(rows, indent=2))
     return rows
 
@@ -256,9 +340,37 @@ def _error(log: str) -> str:
     return error.strip()[:120]
 
 
+def verdict(rows: list[dict]) -> list[str]:
+    """What the table shows, or why it shows nothing: the control row must be separated from the
+    reference (MARGIN, SEPARATED) before equal rows mean the patched tree reads the right tensors."""
+    by = {r["run"]: r for r in rows}
+    ref, control = by.get(REFERENCE, {}), by.get("stock, ids at the top level", {})
+    if ref.get("accept_mean") is None or control.get("accept_mean") is None:
+        return ["NO VERDICT: the reference and the control must both serve."]
+    gap, differ = ref["accept_mean"] - control["accept_mean"], control["accepts_differ"] / PROMPTS
+    if gap < MARGIN or differ < SEPARATED:
+        return [
+            f"NO VERDICT: the control row is not separated from the reference (accept length "
+            f"{gap:+.2f}, {differ:.0%} of requests differ; needed >= {MARGIN} and >= {SEPARATED:.0%}): "
+            f"train the pair longer (write --steps)."
+        ]
+    lines = [
+        f"control separated: accept length {gap:.2f} below the reference, {differ:.0%} of requests differ."
+    ]
+    for name in ("patched, ids nested", "patched, ids at the top level"):
+        row = by.get(name, {})
+        ok = row.get("tokens_equal") == PROMPTS and row.get("accepts_equal") == PROMPTS
+        lines.append(f"{name}: {'PASS, the reference on every request' if ok else 'FAIL'}")
+    stock = by.get("stock, ids nested", {})
+    lines.append(
+        f"stock, ids nested: {'fails at startup as expected' if not stock.get('started') else 'SERVED'}"
+    )
+    return lines
+
+
 def table(rows: list[dict]) -> str:
     lines = [
-        f"target: random DeepSeek-V3, {LAYERS} layers; draft ids {IDS} (capture indices {INDICES})",
+        f"target: DeepSeek-V3 trained on the language, {LAYERS} layers; draft ids {IDS} (capture indices {INDICES})",
         f"{PROMPTS} prompts x {NEW_TOKENS} greedy tokens; 'equal' counts requests equal to '{REFERENCE}'",
         "",
         f"{'run':32} {'starts':6} {'accept':>7} {'tokens equal':>12} {'accepts equal':>13}  error",
@@ -269,14 +381,18 @@ def table(rows: list[dict]) -> str:
             f"{r.get('tokens_equal', '-')!s:>12} {r.get('accepts_equal', '-')!s:>13}  "
             f"{r.get('error', '')}"
         )
-    return "\n".join(lines)
+    return "\n".join([*lines, "", *verdict(rows)])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    write = sub.add_parser("write", help="write the target and the drafts (CPU)")
+    write = sub.add_parser("write", help="train and write the target and the drafts")
     write.add_argument("out", type=Path)
+    write.add_argument(
+        "--steps", type=int, default=STEPS, help="training steps of the target and of the draft"
+    )
+    write.add_argument("--device", help="where to train (default: cuda when there is one)")
     run = sub.add_parser("run", help="write the models if absent, serve every run, print a table")
     run.add_argument("out", type=Path)
     run.add_argument("--patched-python", type=Path, required=True,
@@ -291,7 +407,7 @@ def main() -> int:
         serve_cmd.add_argument(name)
     args = parser.parse_args()
     if args.command == "write":
-        for name, path in write_models(args.out.resolve()).items():
+        for name, path in write_models(args.out.resolve(), steps=args.steps, device=args.device).items():
             print(f"{name:20} {path}")
     elif args.command == "serve":
         serve(args.target, args.draft, args.result)

@@ -1,6 +1,8 @@
 """docs/upstream/reproduce_eagle3_embedding_output.py, the part that runs without a GPU: ``write``
-makes a target and three drafts that transformers loads, one draft's weights written three ways,
-and stock SGLang 0.5.23 reads the drafts' ids as the script's table says."""
+trains (a few steps here) and writes a target and three drafts that transformers loads, one draft's
+weights written three ways; stock SGLang 0.5.23 reads the drafts' ids as the script's table says;
+the script's first draft step is SGLang's draft read through transformers; and its table gives no
+verdict unless the control row is separated from the reference."""
 
 import importlib.util
 import json
@@ -38,7 +40,10 @@ def _script():
 def written(tmp_path_factory):
     out = tmp_path_factory.mktemp("repro")
     run = subprocess.run(
-        [sys.executable, str(SCRIPT), "write", str(out)], capture_output=True, text=True, check=False
+        [sys.executable, str(SCRIPT), "write", str(out), "--steps", "5", "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     return out
@@ -109,3 +114,45 @@ def test_stock_sglang_reads_the_ids_as_the_table_says():
     assert capture(repro.IDS) == [-1, 2, 5]
     assert [i for i in range(repro.LAYERS) if i in capture(repro.IDS)] == [2, 5]  # 2 of 3
     assert capture(None) == [2, 4, 5]  # the top-level control's defaults
+
+
+def rows(control_accept: float, differ: int, patched_equal: int | None = None):
+    repro = _script()
+    n = repro.PROMPTS
+    equal = n if patched_equal is None else patched_equal
+    return [
+        {"run": "stock, ids nested", "started": False},
+        {"run": repro.REFERENCE, "started": True, "accept_mean": 2.5, "accepts_equal": n, "accepts_differ": 0},
+        {"run": "stock, ids at the top level", "started": True, "accept_mean": control_accept,
+         "accepts_equal": n - differ, "accepts_differ": differ},
+        {"run": "patched, ids nested", "started": True, "accept_mean": 2.5, "tokens_equal": n, "accepts_equal": equal},
+        {"run": "patched, ids at the top level", "started": True, "accept_mean": 2.5, "tokens_equal": n,
+         "accepts_equal": n},
+    ]  # fmt: skip
+
+
+def test_no_verdict_unless_the_control_row_is_separated():
+    repro = _script()
+    n = repro.PROMPTS
+    assert repro.verdict(rows(2.4, n))[0].startswith("NO VERDICT")  # accept lengths too close
+    assert repro.verdict(rows(1.2, n // 4))[0].startswith("NO VERDICT")  # too few requests differ
+    lines = repro.verdict(rows(1.2, n))
+    assert lines[0].startswith("control separated")
+    assert "patched, ids nested: PASS" in lines[1] and "top level: PASS" in lines[2]
+    assert "fails at startup as expected" in lines[3]
+    assert "patched, ids nested: FAIL" in repro.verdict(rows(1.2, n, patched_equal=n - 1))[1]
+
+
+def test_the_script_draft_computes_what_the_projects_draft_computes(written):
+    """The script trains its draft with its own forward; the project's Eagle3Draft (checked against
+    SGLang's LlamaForCausalLMEagle3 elsewhere) gives the same logits on the written folder."""
+    from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
+
+    repro = _script()
+    script_draft = repro.draft_class().from_pretrained(written / "draft-ids-nested").eval()
+    ours, _ = load_draft(written / "draft-ids-nested")
+    gen = torch.Generator().manual_seed(0)
+    embeds = torch.randn(2, 7, repro.HIDDEN, generator=gen)
+    aux = torch.randn(2, 7, 3 * repro.HIDDEN, generator=gen)
+    with torch.no_grad():
+        assert torch.allclose(script_draft(embeds, aux), ours(embeds, aux), atol=1e-5)
