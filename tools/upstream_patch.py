@@ -218,9 +218,15 @@ def registered_suites() -> set[str]:
     return set(re.findall(r"""["']([a-z0-9]+(?:-[a-z0-9]+)*-test-[a-z0-9-]+)["']""", source))
 
 
+SCHEDULED_SUITES = ("weekly-", "nightly-")
+"""Suite name prefixes SGLang's CI runs on a schedule (``test/run_suite.py``: ``NIGHTLY_SUITES``,
+the weekly ones among ``OTHER_SUITES``), not for a pull request."""
+
+
 def registration_problems(path: Path) -> list[str]:
     """What SGLang's CI collector (``ci_register.collect_tests``) and its suite names say of an
-    upstream test file: parse errors, no registration, no ``__main__`` entry, an unknown suite."""
+    upstream test file: parse errors, no registration, no ``__main__`` entry, an unknown suite, a
+    suite that does not run on every commit."""
     from sglang.test.ci.ci_register import HWBackend, collect_tests
 
     try:
@@ -231,7 +237,12 @@ def registration_problems(path: Path) -> list[str]:
     problems = []
     for entry in registries:
         suite = entry.effective_suite
-        if entry.backend is HWBackend.CPU and suite not in known:
+        if suite.startswith(SCHEDULED_SUITES):
+            problems.append(
+                f"{path.name}: suite {suite!r} runs on a schedule, not on every commit: a PR's tests "
+                f"go in a file registered to a per-commit suite (such as 'base-a-test-cpu')"
+            )
+        elif entry.backend is HWBackend.CPU and suite not in known:
             problems.append(
                 f"{path.name}: suite {suite!r} is not one the installed sglang names ({sorted(known)})"
             )
@@ -350,8 +361,8 @@ def failures_per_file(trees: dict[int, Path], steps: list[Step] | None = None) -
 def check_series(work: Path) -> list[str]:
     """Every step of the series in order: the patch applies; every test file of the steps so far
     passes; the step's own tests fail on the tree before it (each PR's tests need its change);
-    the test files it adds register to a suite the installed sglang knows and use
-    ``CustomTestCase``; its added lines pass the pinned formatters. Returns the problems found,
+    the test files it adds or extends register to a per-commit suite the installed sglang knows,
+    those it adds use ``CustomTestCase``; its added lines pass the pinned formatters. Returns the problems found,
     one line each."""
     steps, problems = series(), []
     trees = step_trees(work, steps)
@@ -365,8 +376,10 @@ def check_series(work: Path) -> list[str]:
         if passing:
             problems.append(f"{step.name}: {passing} pass without its change")
         after = trees[step.number]
+        for rel in step.tests:  # the files it extends too: their tests must run per commit
+            problems += registration_problems(after / rel)
         for rel in step.added_tests:
-            problems += registration_problems(after / rel) + custom_test_case_problems(after / rel)
+            problems += custom_test_case_problems(after / rel)
         problems += format_problems(after, step)
     return problems
 

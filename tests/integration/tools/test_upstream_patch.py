@@ -70,11 +70,13 @@ def test_suites_are_read_from_the_installed_release():
 
 
 @pytest.mark.parametrize("step", STEPS, ids=lambda s: s.name)
-def test_step_tests_register_to_a_known_suite_with_custom_test_case(step, trees):
+def test_step_tests_register_to_a_per_commit_suite_with_custom_test_case(step, trees):
+    """Every test file a PR adds or extends runs on every commit (a weekly file would hide its
+    tests from the PR's CI); the files it adds use ``CustomTestCase``."""
+    for rel in step.tests:
+        assert upstream_patch.registration_problems(trees[LAST] / rel) == []
     for rel in step.added_tests:
-        path = trees[LAST] / rel
-        assert upstream_patch.registration_problems(path) == []
-        assert upstream_patch.custom_test_case_problems(path) == []
+        assert upstream_patch.custom_test_case_problems(trees[LAST] / rel) == []
 
 
 def test_registration_problems_name_an_unknown_suite_and_a_missing_entry(tmp_path):
@@ -95,6 +97,10 @@ def test_registration_problems_name_an_unknown_suite_and_a_missing_entry(tmp_pat
     bad.write_text(bad.read_text() + 'if __name__ == "__main__":\n    unittest.main()\n')
     problems = upstream_patch.registration_problems(bad)
     assert len(problems) == 1 and "'stage-a-test-cpu'" in problems[0]
+    weekly = bad.read_text().replace('suite="stage-a-test-cpu"', 'stage="weekly", runner_config="cpu"')
+    bad.write_text(weekly)  # upstream's own resolver tests are registered so
+    problems = upstream_patch.registration_problems(bad)
+    assert len(problems) == 1 and "'weekly-test-cpu' runs on a schedule" in problems[0], problems
     assert "TestX" in upstream_patch.custom_test_case_problems(bad)[0]
 
 
