@@ -147,7 +147,8 @@ CAPTURES = textwrap.dedent(
             return None
         hf = SimpleNamespace(architectures=[cls.__name__], num_hidden_layers=layers)
         try:
-            check(ids, SimpleNamespace(hf_config=hf, hf_text_config=hf), "ids")
+            target = SimpleNamespace(hf_config=hf, hf_text_config=hf, quantization=None, model_impl="auto")
+            check(ids, target, "ids")
         except ValueError:
             return "ValueError"
         return "ok"
