@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -260,15 +262,41 @@ class Expectations:
 
     @classmethod
     def read(cls, path: str | Path, where: str = "--expect") -> Expectations:
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise InputError(f"{where} {path}: cannot be read ({exc.strerror or exc})") from None
+        text = _read_regular(Path(path), where)
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError; too deep; too many digits
             raise InputError(f"{where} {path}: not JSON ({exc})") from None
         return cls.from_dict(data, f"{where} {path}")
+
+
+_NOT_REGULAR = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+def _read_regular(path: Path, where: str) -> str:
+    """The text of the regular file ``path``, checked before it is opened and again once open, and
+    opened without blocking: a FIFO or a device given as the file is named, never read."""
+    fix = "pass the file probe --expectations wrote"
+    try:
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _NOT_REGULAR if test(mode)), "a device")
+            raise InputError(f"{where} {path}: is {kind}, not an expectations file; {fix}")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise InputError(f"{where} {path}: is not a regular file; {fix}")
+            data = f.read()
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise InputError(
+            f"{where} {path}: cannot be read ({getattr(exc, 'strerror', None) or exc})"
+        ) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{where} {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); {fix}"
+        ) from None
 
 
 def _kinds(value: object, count: int) -> tuple[str, ...]:

@@ -5,8 +5,10 @@ server (or a PD router) asked over HTTP. The format, pooling and verdict are
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
+import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -150,34 +152,55 @@ def settings_of(info: dict) -> dict:
 
 class _Client:
     def __init__(self, url: str, api_key: str | None, timeout: float):
-        self.url, self.timeout = url.rstrip("/"), timeout
+        self.url, self.timeout, self.api_key = url.rstrip("/"), timeout, api_key
         self.headers = {"Content-Type": "application/json"}
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
+        self.answered: str | None = None
+        """The last path the server answered (a failure after an answer is not "no server")."""
 
     def call(self, path: str, body: dict | None = None):
+        where = f"--url {self.url}{path}"
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, headers=self.headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return json.loads(response.read())
+                text = response.read()
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")[:300]
             if exc.code in (401, 403):
                 raise InputError(
-                    f"--url {self.url}{path}: HTTP {exc.code}, the server wants --api-key"
+                    f"{where}: HTTP {exc.code}, the server refused the API key given (--api-key or "
+                    f"$SGLANG_API_KEY): give the key its --api-key was started with"
+                    if self.api_key
+                    else f"{where}: HTTP {exc.code}, the server wants --api-key"
                 ) from None
-            raise InputError(f"--url {self.url}{path}: HTTP {exc.code}: {detail}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise InputError(
-                f"--url {self.url}: no server answers ({reason}); start it, or give the address it "
-                f"listens on (http://HOST:PORT)"
-            ) from None
-        except json.JSONDecodeError:
-            raise InputError(
-                f"--url {self.url}{path}: the answer is not JSON: not an SGLang server"
-            ) from None
+            raise InputError(f"{where}: HTTP {exc.code}: {detail}") from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            raise InputError(self._failure(where, getattr(exc, "reason", exc))) from None
+        try:
+            answer = json.loads(text)
+        except (ValueError, RecursionError):
+            raise InputError(f"{where}: the answer is not JSON: not an SGLang server") from None
+        self.answered = path
+        return answer
+
+    def _failure(self, where: str, reason) -> str:
+        """What failed, worded for it: no answer in time, the connection cut, no server at all."""
+        after = f" (it answered {self.answered})" if self.answered else ""
+        if isinstance(reason, TimeoutError) or "timed out" in str(reason):
+            return (
+                f"{where}: no answer within --timeout {self.timeout:g} s{after}; the server is busy "
+                f"or stuck: raise --timeout, or look at its log"
+            )
+        if isinstance(reason, http.client.HTTPException):
+            return f"{where}: the answer is not HTTP ({type(reason).__name__}): not an SGLang server"
+        if self.answered or isinstance(reason, (ConnectionResetError, ConnectionAbortedError)):
+            return f"{where}: the connection failed ({reason}){after}; look at the server's log"
+        return (
+            f"--url {self.url}: no server answers ({reason}); start it, or give the address it "
+            f"listens on (http://HOST:PORT)"
+        )
 
     def server_info(self) -> dict:
         """:func:`settings_of` ``/server_info``, or of the deprecated ``/get_server_info``; {} where
@@ -186,7 +209,7 @@ class _Client:
             try:
                 info = self.call(path)
             except InputError as exc:
-                if "no server answers" in str(exc) or "--api-key" in str(exc):
+                if not re.search(r": HTTP (404|405)\b", str(exc)):  # only a missing route is tried again
                     raise
                 continue
             if isinstance(info, dict):
@@ -227,7 +250,17 @@ def run_canary(
         raise InputError(
             f"--url {url}/generate: the answer is not a list of generations: not an SGLang server"
         )
-    served = pool([a.get("meta_info") or {} for a in answers])
+    sent = len(body["input_ids"])
+    metas = [a.get("meta_info") if isinstance(a.get("meta_info"), dict) else {} for a in answers]
+    bare = sum(1 for m in metas if not (m.get("spec_accept_length") and m.get("completion_tokens")))
+    if len(answers) != sent or bare:
+        got = f"{len(answers)} answers to {sent} prompts" if len(answers) != sent else f"{sent} answers"
+        lacking = f", {bare} without spec_accept_length and completion_tokens" if bare else ""
+        raise InputError(
+            f"--url {url}/generate: {got}{lacking}; every prompt's statistics are needed, so nothing "
+            f"is judged (a proxy that merges or drops answers, or a server without speculative decoding)"
+        )
+    served = pool(metas)
     if expectations is None or refused:
         return CanaryResult(url, server, served, None, refused)
     kwargs = {} if tolerance is None else {"relative": tolerance}

@@ -124,3 +124,151 @@ def test_an_unreachable_server_exits_2_naming_the_address(expect, capsys):
 def test_bad_invocations_exit_2(argv, message, capsys):
     assert main(["canary", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+# --- bad input: every case exits 2 with one line naming it, within its timeout -------------------
+
+
+def canary_process(*argv, timeout: float = 60):
+    """The command in its own process: a read that blocks fails the test instead of hanging it."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "sglang_eagle3_embed.cli", "canary", *argv],
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    return done.returncode, done.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "device", "empty", "garbage", "list", "binary"])
+def test_an_expectations_file_that_is_not_one_exits_2_naming_it(kind, tmp_path):
+    import os
+
+    path = tmp_path / "expect.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "device":
+        path = "/dev/zero"  # endless: read whole, it would never end
+    else:
+        data = {"empty": b"", "garbage": b"{not json", "list": b"[1, 2]", "binary": b"\xff\xfe\x00"}[kind]
+        path.write_bytes(data)
+    code, err = canary_process("--url", "http://127.0.0.1:9", "--expect", str(path))
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    want = {"fifo": "is a FIFO", "folder": "is a folder", "device": "is a device", "empty": "not JSON",
+            "garbage": "not JSON", "list": "--expect", "binary": "not UTF-8"}[kind]  # fmt: skip
+    assert want in lines[0] and str(path) in lines[0], lines[0]
+
+
+class _Fault:
+    """A server on 127.0.0.1 that misbehaves one way: ``silent`` accepts and never answers,
+    ``garbage`` answers bytes that are not HTTP, ``reset`` closes every connection at once;
+    ``http:CODE`` answers every path with that status; ``slow-generate`` answers ``/server_info``
+    and never ``/generate``; ``one-answer`` answers ``/generate`` with one generation whatever the
+    number of prompts."""
+
+    def __init__(self, behaviour: str):
+        import threading
+
+        self.behaviour, self.sock = behaviour, socket.create_server(("127.0.0.1", 0))
+        self.port, self.stop = self.sock.getsockname()[1], threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self.port
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.sock.close()
+
+    def serve(self):
+        import struct
+        import threading
+
+        held = []
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.behaviour == "silent":
+                held.append(conn)
+            elif self.behaviour == "garbage":
+                conn.sendall(b"\x00\x01 not http at all\r\n\r\n")
+                conn.close()
+            elif self.behaviour == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+            else:
+                threading.Thread(target=self.http, args=(conn, held), daemon=True).start()
+
+    def http(self, conn, held):
+        request = b""
+        while b"\r\n\r\n" not in request:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            request += chunk
+        head, _, body = request.partition(b"\r\n\r\n")
+        length = int(next((line.split(b":")[1] for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length")), b"0"))  # fmt: skip
+        while len(body) < length:
+            body += conn.recv(65536)
+        path = head.split(b" ")[1].decode()
+        if self.behaviour.startswith("http:"):
+            status, payload = int(self.behaviour[5:]), {"error": "no"}
+        elif path.endswith("server_info"):
+            status, payload = 200, SETTINGS
+        elif self.behaviour == "slow-generate":
+            held.append(conn)
+            return
+        else:
+            meta = {"spec_accept_length": 2.0, "completion_tokens": 24, "spec_verify_ct": 12}
+            status, payload = 200, [{"output_ids": [1] * 24, "meta_info": meta}]
+        data = json.dumps(payload).encode()
+        conn.sendall(b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                     b"Connection: close\r\n\r\n%s" % (status, len(data), data))  # fmt: skip
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "message"),
+    [
+        ("silent", "no answer within --timeout 2 s; the server is busy"),
+        ("garbage", "not HTTP"),
+        ("reset", "the connection failed"),
+        ("http:401", "the server wants --api-key"),
+        ("http:403", "the server wants --api-key"),
+        ("http:404", "HTTP 404"),
+        ("http:500", "HTTP 500"),
+        ("slow-generate", "no answer within --timeout 2 s (it answered /server_info)"),
+        ("one-answer", "1 answers to 32 prompts"),
+    ],
+)
+def test_a_server_that_misbehaves_exits_2_with_one_line_within_the_timeout(
+    behaviour, message, expect, capsys
+):
+    import time
+
+    with _Fault(behaviour) as port:
+        started = time.monotonic()
+        code = main(
+            ["canary", "--url", f"http://127.0.0.1:{port}", "--expect", str(expect), "--timeout", "2"]
+        )
+        took = time.monotonic() - started
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and message in err[0], err
+    assert took < 10, f"{took:.1f} s: more than the --timeout allows"
+
+
+def test_a_wrong_api_key_is_named_as_wrong(expect, speculation, capsys):
+    with serving(speculate=speculation(TRAINED), settings=SETTINGS, api_key="sesame") as port:
+        code = main(
+            ["canary", "--url", f"http://127.0.0.1:{port}", "--expect", str(expect), "--api-key", "nope"]
+        )
+    err = capsys.readouterr().err
+    assert code == 2 and "refused the API key given" in err, err
