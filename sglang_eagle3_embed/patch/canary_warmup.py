@@ -125,11 +125,37 @@ def _served(path: str | None, revision: str | None, download_dir: str | None) ->
         return None
 
 
+SIMULATE_ACC_LEN = "SGLANG_SIMULATE_ACC_LEN"
+"""SGLang's benchmark knob: above 0, its verify accepts a simulated number of draft tokens
+instead of the ones the target agrees with (``srt/speculative/spec_utils.py:276``, ``srt/environ.py:527``).
+The server's processes inherit it from the launch's environment, this one included."""
+
+
+def _simulated_acceptance() -> str | None:
+    """The value of :data:`SIMULATE_ACC_LEN` when it switches simulated acceptance on, else None
+    (SGLang reads it as a float, off at or below 0)."""
+    value = os.environ.get(SIMULATE_ACC_LEN, "").strip()
+    try:
+        return value if value and float(value) > 0 else None
+    except ValueError:
+        return value  # SGLang refuses it at startup; not a wiring to judge either
+
+
 async def self_check(disaggregation_mode: str, tokenizer_manager) -> bool:
     """The registered warmup: True when the server feeds the draft what it was trained on."""
     from sglang.srt.managers.io_struct import GenerateReqInput
 
     started = time.monotonic()
+    simulated = _simulated_acceptance()
+    if simulated:
+        logger.error(
+            "sglang_eagle3_embed startup canary not judged: %s=%s makes SGLang fake its acceptance, "
+            "so the served accept length says nothing about the draft's wiring; unset it to check "
+            "(the server goes on serving in either mode)",
+            SIMULATE_ACC_LEN,
+            simulated,
+        )
+        return False
     try:
         mode = _mode()
         expectations, note = _expectations(disaggregation_mode, tokenizer_manager.server_args)

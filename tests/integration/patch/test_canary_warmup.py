@@ -181,3 +181,22 @@ def test_hub_ids_are_compared_through_the_cache_the_server_read(
         assert check(other) is False
     assert len(stopped) == 1
     assert "--speculative-draft-model-path tiny/draft: its config.json is not the one" in caplog.text
+
+
+@pytest.mark.parametrize("mode", ["log", "raise"])
+def test_simulated_acceptance_is_never_judged(tiny_pair, expect, monkeypatch, stopped, caplog, mode):
+    """With SGLang's SGLANG_SIMULATE_ACC_LEN on, the accept length is made up: no verdict, said so,
+    in both modes, and the server is not stopped (even on a mis-wired server)."""
+    monkeypatch.setenv(ENV_FILE, str(expect))
+    monkeypatch.setenv(ENV_MODE, mode)
+    monkeypatch.setenv("SGLANG_SIMULATE_ACC_LEN", "3.5")
+    manager = Manager(tiny_pair, DEFAULTS)
+    with caplog.at_level(logging.INFO, logger="sglang_eagle3_embed"):
+        assert check(manager) is False
+    assert stopped == [] and manager.asked == []
+    assert "not judged: SGLANG_SIMULATE_ACC_LEN=3.5" in caplog.text
+    assert "as SGLang's default layers" not in caplog.text
+    monkeypatch.setenv("SGLANG_SIMULATE_ACC_LEN", "-1")  # SGLang's default: off
+    with caplog.at_level(logging.INFO, logger="sglang_eagle3_embed"):
+        check(manager)
+    assert "as SGLang's default layers" in caplog.text
