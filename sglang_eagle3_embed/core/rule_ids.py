@@ -28,6 +28,7 @@ EAGLE_WITH_EAGLE3_DRAFT = "eagle-with-eagle3-draft"
 # rules_draft: the draft, the capture plan it gives, and how it fits the target
 DRAFT_CONFIG_UNREADABLE = "draft-config-unreadable"
 DRAFT_WEIGHTS_UNREADABLE = "draft-weights-unreadable"
+DRAFT_ARCHITECTURE = "draft-architecture"
 TARGET_CONFIG = "target-config"
 DRAFT_CONFIG_SHAPE = "draft-config-shape"
 DRAFT_IDS_INVALID = "draft-ids-invalid"

@@ -3,15 +3,17 @@ they fit the target. Pure module; :mod:`sglang_eagle3_embed.core.rules` runs the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import wraps
 
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.conventions import missing_advice, undeclared_advice
 from sglang_eagle3_embed.core.deployment import Deployment, positive_int
-from sglang_eagle3_embed.core.draft_config import CapturePlan
+from sglang_eagle3_embed.core.draft_config import DRAFT_ARCHS, LLAMA_DRAFT, MLA_DRAFT, CapturePlan
 from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
 from sglang_eagle3_embed.core.rule_ids import (
+    DRAFT_ARCHITECTURE,
     DRAFT_AUX_COUNT,
     DRAFT_CONFIG_SHAPE,
     DRAFT_CONFIG_UNREADABLE,
@@ -66,6 +68,37 @@ def _draft_weights_unreadable(d: Deployment):
             f"cannot read the draft's weights: {d.draft_weights_error}. SGLang would fail while "
             f"loading the draft, after loading the target. Fix: download the draft again (or repair "
             f"its model.safetensors.index.json)."
+        )
+
+
+@rule(
+    DRAFT_ARCHITECTURE,
+    Severity.ERROR,
+    Stage.POST,
+    "The draft's config names a class SGLang does not load as an EAGLE-3 draft",
+    "loads the draft as that class, warns for each EAGLE-3 tensor it has no parameter for, and "
+    "serves a draft whose layers were never loaded; or, without a list of class names, fails at "
+    "startup after loading the target",
+)
+def _draft_architecture(d: Deployment):
+    if not d.eagle3 or d.draft_error or not isinstance(d.draft, Mapping):
+        return  # no draft config read: other rules say why
+    archs = d.draft.get("architectures")
+    fix = f'set "architectures": ["{LLAMA_DRAFT}"] (an MLA draft: ["{MLA_DRAFT}"])'
+    if not isinstance(archs, list) or not archs or not all(isinstance(a, str) for a in archs):
+        yield (
+            f"the draft's config has architectures = {archs!r}, not a list of class names: SGLang "
+            f"0.5.23 finds no class to load the draft with and fails at startup, after loading the "
+            f"target. Fix: {fix} in the draft's config.json."
+        )
+    elif archs[0] not in DRAFT_ARCHS:
+        yield (
+            f"the draft's config names architectures {archs!r}: SGLang 0.5.23 loads the draft as "
+            f"{archs[0]!r}, not as an EAGLE-3 draft ({' or '.join(DRAFT_ARCHS)}); an EAGLE-3 "
+            f"checkpoint's fc and midlayer tensors fit none of its parameters, so SGLang logs "
+            f"'Parameter ... not found' and serves a draft whose layers were never loaded. Fix: if "
+            f"the weights are an EAGLE-3 draft's (fc.weight, midlayer.*), {fix}; otherwise this is "
+            f"not an EAGLE-3 draft: serve it with the algorithm it was trained for."
         )
 
 

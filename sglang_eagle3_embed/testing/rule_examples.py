@@ -168,6 +168,10 @@ EXAMPLES: dict[str, tuple[Scenario, Scenario]] = {
         Scenario(draft={"target_hidden_size": 64}),
     ),
     rule_ids.DRAFT_VOCAB: (Scenario(draft={"vocab_size": 256}), Scenario(draft={"vocab_size": 128})),
+    rule_ids.DRAFT_ARCHITECTURE: (
+        Scenario(draft={"architectures": ["LlamaForCausalLM"]}),
+        Scenario(draft={"architectures": [LLAMA_DRAFT]}),
+    ),
     rule_ids.STOCK_MISREADS_DRAFT: (
         Scenario(launch(impl=None)),
         Scenario(launch(impl=None), draft={"eagle_config": {IDS_FIELD: [0, 3, 5]}}),

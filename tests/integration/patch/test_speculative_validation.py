@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sglang_eagle3_embed.core.draft_config import DRAFT_ARCHS
 from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.rules import RULES
 from sglang_eagle3_embed.testing.rule_examples import BASE_TARGET, EXAMPLES, Scenario, launch
@@ -103,8 +104,16 @@ def test_random_flags_and_draft_json_give_findings_never_a_traceback(check, flag
     assert ("two-batch-overlap" in rules) == (eagle3 and flags["tbo"])
     if eagle3 and flags["draft"]:
         draft_errors = {r for r in rules if r.startswith("draft-") and RULES[r].severity is Severity.ERROR}
-        draft_errors -= {"draft-path-missing", "draft-tokens-rewritten", "draft-vocab", "draft-target-hidden"}
+        draft_errors -= {
+            "draft-path-missing", "draft-tokens-rewritten", "draft-vocab", "draft-target-hidden",
+            "draft-architecture",
+        }  # fmt: skip
         assert bool(draft_errors) == (oracle(draft, BASE_TARGET["num_hidden_layers"]) is None), rules
+        if isinstance(draft, dict):  # the class SGLang would load the draft as
+            archs = draft.get("architectures")
+            loadable = isinstance(archs, list) and archs and archs[0] in DRAFT_ARCHS
+            loadable = loadable and all(isinstance(a, str) for a in archs)
+            assert ("draft-architecture" in rules) == (not loadable), (archs, rules)
 
 
 def test_adaptive_rewrite_of_explicit_draft_tokens_is_refused(check):
