@@ -89,7 +89,16 @@ def _json_help(argv: list[str]) -> int:
     return EXIT_OK
 
 
+PLATFORM_WARNINGS = r"Only CUDA\b[\w ,]* support (AWQ|GGUF quantization) currently"
+"""What SGLang 0.5.23 warns on importing its quantization modules on a machine without CUDA
+(``srt/layers/quantization/awq/awq.py:53``, ``gguf.py:76,98``): true of the machine the command runs
+on, not of the deployment it judges, so it is not printed above the report."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    warnings.filterwarnings("ignore", message=PLATFORM_WARNINGS, category=UserWarning)
     as_program = argv is None  # the console script or `python -m`: this process is the command
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
