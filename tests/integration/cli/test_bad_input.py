@@ -1,7 +1,8 @@
-"""Bad input never gets a traceback or a confident wrong answer: ``probe``, ``check`` and ``pair`` on
-the inputs users get wrong (missing or damaged folders, swapped or mismatched models, impossible
-flags), then every command driven with generated bad inputs (Hypothesis) under the exit-code
-contract: 0 ok, 1 findings, 2 bad invocation or unreadable input, no traceback, JSON with --json."""
+"""Bad input never gets a traceback or a confident wrong answer: ``probe``, ``check``, ``pair`` and
+``canary`` on the inputs users get wrong (missing or damaged folders, swapped or mismatched models,
+impossible flags), then every command driven with generated bad inputs (Hypothesis) under the
+exit-code contract: 0 ok, 1 findings, 2 bad invocation or unreadable input, no traceback, JSON
+with --json."""
 
 import json
 import shutil
@@ -253,6 +254,54 @@ FLAGS = st.lists(
     ),
     max_size=6,
 )  # fmt: skip
+
+
+def expectations_like():
+    """Expectations files of the real format and version with every field present, each holding a
+    plausible value or any JSON: the shape right, the values anything (the reader must name what is
+    wrong, never trip over it)."""
+    from sglang_eagle3_embed.core.canary import FORMAT, VERSION
+
+    def either(plausible):
+        return plausible | JSON
+
+    wiring = st.fixed_dictionaries(
+        {
+            "names": either(st.lists(st.text(max_size=6), min_size=1, max_size=2)),
+            "kinds": either(st.lists(st.sampled_from(["plugin", "defaults", "x"]), max_size=2)),
+            "capture_indices": either(st.lists(st.integers(-2, 9), max_size=3)),
+            "accept_length": either(st.floats(allow_nan=False, allow_infinity=False)),
+            "se": either(st.floats(0, 2)),
+        }
+    )
+    return st.fixed_dictionaries(
+        {
+            "format": st.just(FORMAT), "version": st.just(VERSION),
+            "prompts": either(st.lists(st.lists(st.integers(-2, 200), max_size=4), max_size=3)),
+            "sampling": either(st.fixed_dictionaries({"max_new_tokens": either(st.integers(-1, 40))})),
+            "speculative": either(st.fixed_dictionaries({"speculative_num_steps": either(st.integers(-1, 5))})),
+            "trained": either(st.text(max_size=6)), "wirings": either(st.lists(wiring, max_size=3)),
+        }
+    )  # fmt: skip
+
+
+@SETTINGS
+@given(expect=st.one_of(expectations_like(), JSON), json_flag=st.booleans())
+def test_canary_keeps_the_contract_on_any_expectations_file(tmp_path_factory, expect, json_flag):
+    """Whatever the file holds, ``canary`` exits 2 naming it (or, for a file it reads, the server it
+    cannot reach), within its time limit, never with a traceback."""
+    import socket
+
+    root = tmp_path_factory.mktemp("canary")
+    (root / "expect.json").write_text(json.dumps(expect))
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    args = ["canary", "--url", url, "--expect", root / "expect.json", "--timeout", "2"]
+    code, out, err = run(*args, *(["--json"] if json_flag else []))
+    assert_contract(code, out, err, as_json=json_flag)
+    assert code == 2
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
