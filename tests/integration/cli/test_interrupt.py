@@ -18,10 +18,14 @@ def test_sigint_during_pair_exits_130_with_one_line(tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        time.sleep(3)  # past the interpreter's start: main() runs (importing torch, or training)
-        assert proc.poll() is None, proc.communicate()
+        # the event the test needs: the command is at work, its cache folder's lock taken (main()
+        # runs, torch imported, the build begun), however slowly a loaded machine gets there
+        deadline = time.monotonic() + 300
+        while not any(tmp_path.glob("*.lock")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert proc.poll() is None and any(tmp_path.glob("*.lock")), proc.communicate()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=300)  # a bound for a stuck process, not a guess of speed
     finally:
         if proc.poll() is None:
             proc.kill()
