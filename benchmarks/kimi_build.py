@@ -35,7 +35,6 @@ and software rebuild the same bytes, which the printed manifest digests show.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -50,16 +49,17 @@ import torch
 
 from benchmarks import _common
 from benchmarks.kimi_pair import (
-    HIDDEN_NORMS,
     KimiPairSpec,
     checkpoint_tensors,
     inserted_layer,
+    pad,
     place_trained,
+    scale_hidden_norms,
     template,
     wide_shapes,
     widen_tensor,
 )
-from benchmarks.real_pair import capture_map, compact, language_accuracy
+from benchmarks.real_pair import _timed, capture_map, compact, language_accuracy
 from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.ids import IDS_FIELD
 from sglang_eagle3_embed.doctor import cache
@@ -77,13 +77,6 @@ MADE_FROM = "made_from.json"
 # --- training at the narrow width ---------------------------------------------------------------
 
 
-def _scale_norms(model, factor: float) -> None:
-    """The residual stream's RMSNorms of a DeepSeek-V3 at ``eps * factor`` (``kimi_pair.narrow_model``)."""
-    for name, module in model.named_modules():
-        if name.endswith(HIDDEN_NORMS[:2]) or name == HIDDEN_NORMS[2]:
-            module.variance_epsilon = module.variance_epsilon * factor
-
-
 def _deterministic(device: str):
     if device != "cpu":
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -98,7 +91,7 @@ def train_narrow(spec: KimiPairSpec, device: str = "cpu"):
     layers = len(place_trained(spec.num_layers, spec.ids, spec.config_ids))
     return train_target(
         spec.target_spec(), device, config=spec.narrow_config(layers),
-        prepare=lambda model: _scale_norms(model, spec.divisor),
+        prepare=lambda model: scale_hidden_norms(model, spec.divisor),
     )  # fmt: skip
 
 
@@ -106,7 +99,7 @@ def load_narrow(folder: Path, spec: KimiPairSpec):
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-    _scale_norms(model, spec.divisor)  # the config holds the wide epsilon; the norms need it scaled
+    scale_hidden_norms(model, spec.divisor)  # the config holds the wide epsilon; the norms need it scaled
     return model
 
 
@@ -141,7 +134,7 @@ def train_narrow_draft(narrow, spec: KimiPairSpec, device: str = "cpu"):
 
     _deterministic(device)
     small = compact(narrow, seed=spec.seed + 5, device=device)
-    _scale_norms(small, spec.divisor)
+    scale_hidden_norms(small, spec.divisor)
     return train_draft(
         small, Language(spec.target_spec()), narrow_ids(spec), steps=spec.draft_steps,
         ttt_steps=spec.ttt_steps, batch=spec.batch, seq_len=spec.seq_len, lr=spec.draft_lr,
@@ -163,39 +156,32 @@ def wide_draft_config(spec: KimiPairSpec, ids) -> dict:
             "torch_dtype": "bfloat16"}  # fmt: skip
 
 
-def _pad(t: torch.Tensor, shape, blocks) -> torch.Tensor:
-    out = torch.zeros(shape, dtype=t.dtype, device=t.device)
-    for src, dst in blocks:
-        out[dst] = t[src]
-    return out
-
-
 def widen_draft_tensor(name: str, t: torch.Tensor, h: int, shape) -> torch.Tensor:
     """The wide ``shape`` of the narrow draft's tensor ``name`` (hidden ``h``): the stream in the
     first ``h`` dimensions of each hidden-sized block, the narrow heads in the first head slots, the
     narrow MLP rows first; the norms times ``sqrt(h / H)`` (the narrow draft's epsilon is scaled)."""
     all_ = slice(None)
     if name.endswith("norm.weight"):
-        return _pad(t * math.sqrt(h / shape[0]), shape, [((slice(0, h),), (slice(0, h),))])
+        return pad(t * math.sqrt(h / shape[0]), shape, [((slice(0, h),), (slice(0, h),))])
     if name == "fc.weight":  # (H, K x H): the K captures side by side
         wide = shape[0]
         blocks = [
             ((slice(0, h), slice(k * h, (k + 1) * h)), (slice(0, h), slice(k * wide, k * wide + h)))
             for k in range(t.shape[1] // h)
         ]
-        return _pad(t, shape, blocks)
+        return pad(t, shape, blocks)
     if name.endswith(("q_proj.weight", "k_proj.weight", "v_proj.weight")):  # (heads, [embeds; hidden])
         rows, wide = slice(0, t.shape[0]), shape[1] // 2
-        return _pad(t, shape, [((rows, slice(0, h)), (rows, slice(0, h))),
+        return pad(t, shape, [((rows, slice(0, h)), (rows, slice(0, h))),
                                ((rows, slice(h, 2 * h)), (rows, slice(wide, wide + h)))])  # fmt: skip
     if name.endswith(("o_proj.weight", "down_proj.weight")):
         cols = slice(0, t.shape[1])
-        return _pad(t, shape, [((slice(0, h), cols), (slice(0, h), cols))])
+        return pad(t, shape, [((slice(0, h), cols), (slice(0, h), cols))])
     if name.endswith(("gate_proj.weight", "up_proj.weight")):
         rows = slice(0, t.shape[0])
-        return _pad(t, shape, [((rows, all_), (rows, slice(0, h)))])
+        return pad(t, shape, [((rows, all_), (rows, slice(0, h)))])
     if name == "lm_head.weight":
-        return _pad(t, shape, [((all_, all_), (all_, slice(0, h)))])
+        return pad(t, shape, [((all_, all_), (all_, slice(0, h)))])
     raise ValueError(f"{name}: no rule to widen {tuple(t.shape)} to {tuple(shape)}")
 
 
@@ -270,9 +256,9 @@ def write_target(
 ):
     """The target folder's files into ``tmp``: shards from ``partial`` where a resumed build wrote
     them for the same narrow folder and spec, the rest written there first (each by a rename)."""
-    from safetensors import safe_open
     from safetensors.torch import save_file
 
+    from sglang_eagle3_embed.core.model_folder import DTYPE_BITS, safetensors_header
     from sglang_eagle3_embed.doctor.kimi import _write_processor, kimi_config, vision_weights
     from sglang_eagle3_embed.doctor.quantized import int4_config
     from sglang_eagle3_embed.doctor.tokenizer import write_tokenizer
@@ -294,12 +280,9 @@ def write_target(
             save_file(tensors, str(path.with_suffix(".tmp")), metadata={"format": "pt"})
             os.replace(path.with_suffix(".tmp"), path)
             written += 1
-        with safe_open(str(path), "pt") as f:
-            for key in f.keys():  # noqa: SIM118 (safe_open has no iteration)
-                weight_map[key] = file
-                total_bytes += math.prod(f.get_slice(key).get_shape()) * _element_size(
-                    f.get_slice(key).get_dtype()
-                )
+        for key, info in safetensors_header(path).items():
+            weight_map[key] = file
+            total_bytes += math.prod(info.shape) * DTYPE_BITS[info.dtype] // 8
     log(f"  target shards: {written} written, {len(set(weight_map.values())) - written} resumed")
     text = {**spec.text, "n_routed_experts": spec.experts, "num_experts_per_tok": spec.experts,
             "quantization_config": int4_config(), "torch_dtype": "bfloat16"}  # fmt: skip
@@ -317,21 +300,7 @@ def write_target(
     shutil.rmtree(partial, ignore_errors=True)
 
 
-_SIZES = {"BF16": 2, "F16": 2, "F32": 4, "I32": 4, "I64": 8, "U8": 1, "I8": 1, "F8_E4M3": 1}
-
-
-def _element_size(dtype: str) -> int:
-    return _SIZES[dtype]
-
-
 # --- the command --------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _timed(timings: dict, step: str):
-    start = time.perf_counter()
-    yield
-    timings[step] = round(time.perf_counter() - start, 3)
 
 
 def _jsonable(spec: KimiPairSpec) -> dict:

@@ -52,7 +52,9 @@ __all__ = [
     "checkpoint_tensors",
     "inserted_layer",
     "narrow_model",
+    "pad",
     "place_trained",
+    "scale_hidden_norms",
     "template",
     "wide_shapes",
     "widen",
@@ -166,14 +168,19 @@ def narrow_model(spec: KimiPairSpec, num_layers: int, seed: int = 0):
     config = spec.narrow_config(num_layers)
     torch.manual_seed(seed)
     model = DeepseekV3ForCausalLM(config).float()
-    eps = config.rms_norm_eps * spec.divisor
-    for name, module in model.named_modules():
-        if name.endswith(HIDDEN_NORMS[:2]) or name == HIDDEN_NORMS[2]:
-            module.variance_epsilon = eps
+    scale_hidden_norms(model, spec.divisor)
     return model
 
 
-def _pad(tensor: torch.Tensor, shape, blocks) -> torch.Tensor:
+def scale_hidden_norms(model, factor: float) -> None:
+    """The residual stream's RMSNorms (:data:`HIDDEN_NORMS`) of a DeepSeek-V3 at their epsilon
+    times ``factor``: the narrow model's, for a stream that is zero beyond its width when widened."""
+    for name, module in model.named_modules():
+        if name.endswith(HIDDEN_NORMS[:2]) or name == HIDDEN_NORMS[2]:
+            module.variance_epsilon = module.variance_epsilon * factor
+
+
+def pad(tensor: torch.Tensor, shape, blocks) -> torch.Tensor:
     """A zero tensor of ``shape`` with ``tensor``'s slices ``blocks`` (pairs of source and
     destination slice tuples) copied in."""
     out = torch.zeros(shape, dtype=tensor.dtype, device=tensor.device)
@@ -209,30 +216,30 @@ def widen_tensor(name: str, t: torch.Tensor, narrow_cfg, shape) -> torch.Tensor:
     h = n.hidden_size
     short = name.rsplit(".", 2)[-2] if name.endswith("weight") else name.rsplit(".", 1)[-1]
     if short in ("input_layernorm", "post_attention_layernorm") or name == "model.norm.weight":
-        return _pad(t * math.sqrt(h / shape[0]), shape, [((slice(0, h),), (slice(0, h),))])
+        return pad(t * math.sqrt(h / shape[0]), shape, [((slice(0, h),), (slice(0, h),))])
     if short in ("embed_tokens", "lm_head", "q_a_proj", "kv_a_proj_with_mqa", "gate"):
-        return _pad(t, shape, [((all_, slice(0, h)), (all_, slice(0, h)))])
+        return pad(t, shape, [((all_, slice(0, h)), (all_, slice(0, h)))])
     if short in ("q_b_proj", "kv_b_proj"):  # head-major rows: the narrow heads are the first ones
         rows = slice(0, t.shape[0])
-        return _pad(t, shape, [((rows, all_), (rows, all_))])
+        return pad(t, shape, [((rows, all_), (rows, all_))])
     if short == "o_proj":
         cols = slice(0, t.shape[1])
-        return _pad(t, shape, [((slice(0, h), cols), (slice(0, h), cols))])
+        return pad(t, shape, [((slice(0, h), cols), (slice(0, h), cols))])
     if short in ("gate_proj", "up_proj"):
         rows = slice(0, t.shape[0])
-        return _pad(t, shape, [((rows, all_), (rows, slice(0, h)))])
+        return pad(t, shape, [((rows, all_), (rows, slice(0, h)))])
     if short == "down_proj" and t.dim() == 2:
         cols = slice(0, t.shape[1])
-        return _pad(t, shape, [((all_, cols), (slice(0, h), cols))])
+        return pad(t, shape, [((all_, cols), (slice(0, h), cols))])
     if short == "gate_up_proj":  # (experts, [gate; up] rows, hidden)
         i, wide_i = t.shape[1] // 2, shape[1] // 2
-        return _pad(t, shape, [
+        return pad(t, shape, [
             ((all_, slice(0, i), all_), (all_, slice(0, i), slice(0, h))),
             ((all_, slice(i, 2 * i), all_), (all_, slice(wide_i, wide_i + i), slice(0, h))),
         ])  # fmt: skip
     if short == "down_proj":  # (experts, hidden, intermediate)
         cols = slice(0, t.shape[2])
-        return _pad(t, shape, [((all_, all_, cols), (all_, slice(0, h), cols))])
+        return pad(t, shape, [((all_, all_, cols), (all_, slice(0, h), cols))])
     if tuple(t.shape) == tuple(shape):  # q_a_layernorm, kv_a_layernorm, e_score_correction_bias
         return t.clone()
     raise ValueError(f"{name}: no rule to widen {tuple(t.shape)} to {tuple(shape)}")
