@@ -10,12 +10,19 @@ import time
 from tests.support import ROOT
 
 
+def _default_sigint():
+    """Ctrl-C as a terminal delivers it, however the suite was started: a shell's background job
+    (``nohup pytest &``, some CI runners) ignores SIGINT, its children inherit that, and Python then
+    installs no KeyboardInterrupt handler, so the command would run on to exit 0."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_during_pair_exits_130_with_one_line(tmp_path):
     # a size that ships with no pair: the command imports torch and trains until interrupted
     proc = subprocess.Popen(
         [sys.executable, "-m", "sglang_eagle3_embed.cli", "pair", "--layers", "8", "--cache", str(tmp_path)],
         cwd=ROOT, env={**os.environ, "TORCHDYNAMO_DISABLE": "1"}, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_default_sigint,
     )  # fmt: skip
     try:
         # the event the test needs: the command is at work, its cache folder's lock taken (main()
