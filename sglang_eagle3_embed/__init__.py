@@ -15,6 +15,9 @@ __version__ = "0.1.0"
 MODEL_IMPL = "sglang_eagle3_embed"
 """The ``--model-impl`` value that selects the plugin's model classes."""
 
+WARMUP = "eagle3_embed_canary"
+"""The ``--warmups`` name of the plugin's startup self-check (``patch/canary_warmup.py``)."""
+
 FAMILY = (
     "DeepseekV2ForCausalLM",
     "DeepseekV3ForCausalLM",
@@ -23,4 +26,4 @@ FAMILY = (
 )
 """Target architectures the plugin serves (``patch/deepseek_models.py`` maps each to its subclass)."""
 
-__all__ = ["FAMILY", "MODEL_IMPL", "__version__"]
+__all__ = ["FAMILY", "MODEL_IMPL", "WARMUP", "__version__"]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from sglang_eagle3_embed import WARMUP
 from sglang_eagle3_embed.core.errors import InputError
 
 __all__ = [
@@ -50,8 +51,6 @@ __all__ = [
 
 FORMAT = "sglang-eagle3-embed canary expectations"
 VERSION = 2
-WARMUP = "eagle3_embed_canary"
-"""The name of the startup self-check in SGLang's warmup registry (``--warmups``)."""
 ENV_FILE = "SGLANG_EAGLE3_EMBED_CANARY"
 """Names the expectations file of the startup self-check."""
 ENV_MODE = "SGLANG_EAGLE3_EMBED_CANARY_MODE"

@@ -2,7 +2,7 @@
 
 :class:`Deployment` holds the watched ``ServerArgs`` fields as the user passed them and as SGLang
 resolved them, the target's and the draft's configs, and the plugin's activation state. The glue
-(``patch/speculative_validation.py``) builds it from SGLang's objects; the rules and the tests
+(``patch/launch_snapshot.py``) builds it from SGLang's objects; the rules and the tests
 build it from dictionaries.
 """
 
@@ -51,7 +51,7 @@ WATCHED = (
 
 @dataclass(frozen=True)
 class Deployment:
-    """Everything the rules read, as plain data (built by ``patch.speculative_validation.snapshot``)."""
+    """Everything the rules read, as plain data (built by ``patch.launch_snapshot.snapshot``)."""
 
     raw: Mapping[str, object]
     """Every watched field as the user gave it (defaults included)."""

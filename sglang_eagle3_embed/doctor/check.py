@@ -3,7 +3,7 @@ without a GPU.
 
 SGLang parses the arguments and resolves them on the CPU (configs only, no weights); the rules of
 ``docs/validation.md`` run on the same snapshot the launch hook builds
-(:func:`sglang_eagle3_embed.patch.speculative_validation.snapshot`); the findings render as a table
+(:func:`sglang_eagle3_embed.patch.launch_snapshot.snapshot`); the findings render as a table
 or as JSON. Imports sglang only when run. Used by the command (``cli/check.py``), the tools and the
 benchmarks.
 """
@@ -260,7 +260,7 @@ def _rules(server_args, machine) -> tuple[list[Finding], Deployment, bool]:
     """The findings, the launch as the last stage that ran read it, and whether SGLang's
     resolution ran to the end."""
     from sglang_eagle3_embed.doctor.serving_machine import as_serving_machine, ib_devices
-    from sglang_eagle3_embed.patch.speculative_validation import snapshot
+    from sglang_eagle3_embed.patch.launch_snapshot import snapshot
 
     active, reason = plugin_status()
     passed = snapshot(server_args, resolved=False, plugin_active=active, plugin_reason=reason)

@@ -22,19 +22,22 @@ What a server process runs
 --------------------------
 SGLang imports :mod:`sglang_eagle3_embed.plugin` in every process it starts; the modules it reaches
 are all the plugin does at runtime (``tests/unit/patch/test_server_modules.py`` keeps this list
-equal to what ``tests/unit/test_layout.py`` finds):
+equal to what ``tests/unit/test_layout.py`` finds), and each kind of process imports only its part
+(``tests/integration/patch/test_server_imports.py`` measures each against a ceiling):
 
 - the glue, about 870 lines: ``plugin`` (50: registers the hooks once per process, checks the
   release, sets ``activation``, 30), this package (70), ``model_architecture`` (50),
-  ``resolution_guard`` (60), ``speculative_validation`` (220), ``deepseek_models`` (80),
-  ``deepseek_capture`` (170, the only plugin code on the forward path), ``canary_warmup`` (140);
+  ``resolution_guard`` (60), ``speculative_validation`` (60) and ``launch_snapshot`` (170, what its
+  rules read of a launch), ``deepseek_models`` (80), ``deepseek_capture`` (170, the only plugin
+  code on the forward path), ``canary_warmup`` (180);
 - the pure core they call (no torch, no sglang), about 3,600 lines: ``core.releases``,
   ``core.errors``, ``core.rule_ids`` (every process); ``core.draft_config``, ``core.ids``,
-  ``core.conventions``, ``core.findings``, ``core.stock_sglang`` (the capture plan, at model load);
-  ``core.rules``, ``core.rules_draft``, ``core.rules_flags``, ``core.rules_modes``,
-  ``core.rules_pd``, ``core.rules_weights``, ``core.rule_registry``, ``core.deployment``,
-  ``core.overrides``, ``core.hub``, ``core.model_folder``, ``core.coverage``, ``core.pd`` (the
-  startup rules, in the launcher); ``core.canary`` (the warmup).
+  ``core.conventions``, ``core.findings`` (the capture plan, in a worker at model load),
+  ``core.stock_sglang`` (only to word a refusal); ``core.rules``, ``core.rules_draft``,
+  ``core.rules_flags``, ``core.rules_modes``, ``core.rules_pd``, ``core.rules_weights``,
+  ``core.rule_registry``, ``core.deployment``, ``core.overrides``, ``core.hub``,
+  ``core.model_folder``, ``core.coverage``, ``core.pd`` (the startup rules, in the launcher, for a
+  launch that asks for the plugin); ``core.canary`` (the warmup, when it runs).
 """
 
 from __future__ import annotations

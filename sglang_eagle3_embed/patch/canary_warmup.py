@@ -8,7 +8,8 @@ expectations file (written by ``probe --expectations``) in ``SGLANG_EAGLE3_EMBED
 sends the recorded prompts through the tokenizer manager, pools the served accept lengths and
 judges them (:mod:`sglang_eagle3_embed.core.canary`). ``SGLANG_EAGLE3_EMBED_CANARY_MODE``: ``log``
 (the default) logs the verdict; ``raise`` stops the server on a failed check, as SGLang stops it on
-a failed warmup (``kill_process_tree``, ``http_server.py:2531-2535``).
+a failed warmup (``kill_process_tree``, ``http_server.py:2531-2535``). Registering imports nothing
+else: the canary's code (:mod:`sglang_eagle3_embed.core.canary`) loads when the check runs.
 """
 
 from __future__ import annotations
@@ -16,23 +17,12 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import TYPE_CHECKING
 
-from sglang_eagle3_embed.core.canary import (
-    ENV_FILE,
-    ENV_MODE,
-    MODES,
-    READ,
-    WARMUP,
-    Expectations,
-    config_digest,
-    generate_body,
-    judge,
-    pool,
-    settings_differences,
-    weights_digest,
-)
-from sglang_eagle3_embed.core.errors import InputError
-from sglang_eagle3_embed.core.hub import HubError, locate
+from sglang_eagle3_embed import WARMUP
+
+if TYPE_CHECKING:
+    from sglang_eagle3_embed.core.canary import Expectations
 
 __all__ = ["WHAT", "register", "self_check"]
 
@@ -50,11 +40,16 @@ def _stop(message: str) -> None:
     """Stop the server as SGLang does on a failed warmup: the whole process tree."""
     from sglang.srt.utils import kill_process_tree
 
+    from sglang_eagle3_embed.core.canary import ENV_MODE
+
     logger.error("sglang_eagle3_embed: stopping the server (%s=raise): %s", ENV_MODE, message)
     kill_process_tree(os.getpid())
 
 
 def _mode() -> str:
+    from sglang_eagle3_embed.core.canary import ENV_MODE, MODES
+    from sglang_eagle3_embed.core.errors import InputError
+
     mode = os.environ.get(ENV_MODE, "log")
     if mode not in MODES:
         raise InputError(f"{ENV_MODE}={mode}: use log or raise")
@@ -65,6 +60,16 @@ def _expectations(disaggregation_mode: str, server_args) -> tuple[Expectations, 
     """The expectations the check judges this server by, and a note for its verdict ("" or why the
     draft's config differs from the recorded one). Raises :class:`InputError` when the check cannot
     run: no file, a PD side, other settings, another target, or another draft's weights."""
+    from sglang_eagle3_embed.core.canary import (
+        ENV_FILE,
+        READ,
+        Expectations,
+        config_digest,
+        settings_differences,
+        weights_digest,
+    )
+    from sglang_eagle3_embed.core.errors import InputError
+
     path = os.environ.get(ENV_FILE)
     if not path:
         raise InputError(
@@ -117,6 +122,8 @@ def _served(path: str | None, revision: str | None, download_dir: str | None) ->
     """The folder the server loaded: a local folder, or a hub id's cached snapshot found as SGLang
     found it (:func:`~sglang_eagle3_embed.core.hub.locate`). None where it cannot be read here: the
     comparison is then skipped, as it is for expectations recorded without digests."""
+    from sglang_eagle3_embed.core.hub import HubError, locate
+
     if not path:
         return None
     try:
@@ -144,6 +151,9 @@ def _simulated_acceptance() -> str | None:
 async def self_check(disaggregation_mode: str, tokenizer_manager) -> bool:
     """The registered warmup: True when the server feeds the draft what it was trained on."""
     from sglang.srt.managers.io_struct import GenerateReqInput
+
+    from sglang_eagle3_embed.core.canary import generate_body, judge, pool
+    from sglang_eagle3_embed.core.errors import InputError
 
     started = time.monotonic()
     simulated = _simulated_acceptance()

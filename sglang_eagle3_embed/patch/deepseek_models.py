@@ -12,7 +12,6 @@ from sglang.srt.models import deepseek_v2 as _deepseek
 from sglang.srt.models import kimi_k25 as _kimi
 
 from sglang_eagle3_embed.core.errors import UnsupportedModeError
-from sglang_eagle3_embed.core.stock_sglang import reading_of
 from sglang_eagle3_embed.patch import deepseek_capture as capture
 
 __all__ = [
@@ -77,5 +76,8 @@ def plugin_class_for(stock_cls: type) -> type:
     try:
         return _PLUGIN_CLASSES[stock_cls]
     except KeyError:
+        # the model of stock SGLang words the refusal; a served target never needs it
+        from sglang_eagle3_embed.core.stock_sglang import reading_of
+
         name = stock_cls.__name__
         raise UnsupportedModeError.not_deepseek(name, reading_of(name)) from None

@@ -4,197 +4,33 @@
 At launch it runs the ``pre`` rules, then SGLang's step, then the ``post`` rules, comparing what the
 user passed (``_raw_input``, ``srt/arg_groups/pipeline.py:29-32``) with what SGLang resolved
 (``resolution_result``, ``srt/arg_groups/overrides.py:178-192``). It runs in the launcher before any
-subprocess or GPU work, only for launches with ``--model-impl sglang_eagle3_embed``.
-``sglang-eagle3-embed check`` (the service :mod:`sglang_eagle3_embed.doctor.check`) runs the same rules on the
-same :func:`snapshot` of any launch command line, without a GPU.
+subprocess or GPU work, only for launches with ``--model-impl sglang_eagle3_embed``, and only then
+imports the rules and the launch snapshot (:mod:`sglang_eagle3_embed.patch.launch_snapshot`): every
+other process registers the hook and reads no rule. ``sglang-eagle3-embed check`` (the service
+:mod:`sglang_eagle3_embed.doctor.check`) runs the same rules on the same snapshot of any launch
+command line, without a GPU.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import os
-import stat
-from pathlib import Path
 
 from sglang_eagle3_embed.activation import State, requested
-from sglang_eagle3_embed.core import coverage, hub, model_folder
-from sglang_eagle3_embed.core.deployment import WATCHED, Deployment
-from sglang_eagle3_embed.core.errors import ValidationError
-from sglang_eagle3_embed.core.findings import Finding, Severity
-from sglang_eagle3_embed.core.hub import HubError
-from sglang_eagle3_embed.core.model_folder import ModelFolderError
-from sglang_eagle3_embed.core.overrides import apply_overrides, parse_overrides
-from sglang_eagle3_embed.core.rule_registry import Stage
-from sglang_eagle3_embed.core.rules import evaluate
 
-__all__ = ["STEP", "WHAT", "register", "snapshot", "validate_launch"]
+__all__ = ["STEP", "WHAT", "register", "validate_launch"]
 
 STEP = "handle_speculative_decoding"
 WHAT = f"the resolution step {STEP!r}"
 
 logger = logging.getLogger("sglang_eagle3_embed")
+_LOGGED: set = set()
+"""The warnings logged in this process (each once, as both stages may find it)."""
 
 
-def locate(path: str | None, revision: str | None, download_dir: str | None, what: str, fetch: bool = False):
-    """``(folder, None)``: the local folder of a model path, a local folder or the cached snapshot
-    of a hub id (:func:`~sglang_eagle3_embed.core.hub.locate`, as SGLang finds it); ``(None, None)``
-    without a path; ``(None, why not)`` for a hub id the cache does not hold. With ``fetch`` (a
-    launch, online), a hub id that is not cached has its configs downloaded, as SGLang downloads
-    them next (``srt/model_loader/weight_utils.py:326-337``); its weights come later, with SGLang's."""
-    if not path:
-        return None, None
-    try:
-        return hub.locate(path, revision, download_dir, what), None
-    except HubError as exc:
-        if not fetch or hub.offline():
-            return None, str(exc)
-    try:
-        from huggingface_hub import snapshot_download
+def _report(findings) -> None:
+    from sglang_eagle3_embed.core.errors import ValidationError
+    from sglang_eagle3_embed.core.findings import Severity
 
-        return Path(
-            snapshot_download(path, revision=revision, allow_patterns="*.json", cache_dir=download_dir)
-        ), None
-    except Exception as exc:  # no such repo, no network: SGLang fails on it next, with its own message
-        return None, f"{what} {path}: {type(exc).__name__}: {exc}"
-
-
-def read_config(folder, config_file: str | None = None) -> tuple[dict | None, str | None]:
-    """The config of a model ``folder`` as a JSON object: its ``config.json``, or the file that
-    ``--decrypted-config-file`` names (relative to the folder, or absolute, as transformers reads
-    it). ``(config, None)``, or ``(None, why not)``: a missing or damaged file, or JSON that is not
-    an object (the file and what is wrong with it)."""
-    try:
-        if config_file and config_file.strip():
-            file = folder / config_file.strip()
-        else:
-            file = model_folder.config_file(folder, folder_only=True)
-        config = model_folder.read_json(file)
-    except ModelFolderError as exc:
-        return None, exc.reason
-    if not isinstance(config, dict):
-        return None, f"{file}: is not a JSON object but a {type(config).__name__}"
-    return config, None
-
-
-def _gguf(path: str | None) -> bool:
-    """A GGUF file as the model path: SGLang reads its config from the file itself (a FIFO or a
-    folder is never opened)."""
-    try:
-        if not path or not stat.S_ISREG(os.stat(path).st_mode):
-            return False
-        if path.endswith(".gguf"):
-            return True
-        with open(path, "rb") as f:
-            return f.read(4) == b"GGUF"
-    except (OSError, ValueError):
-        return False
-
-
-def _tensor_names(folder) -> tuple[list[str], tuple[str, ...]]:
-    """The tensor names of ``folder``'s weights from their safetensors headers (no tensor is read)
-    and the weight files (none: a folder without ``*.safetensors``, such as a cached snapshot whose
-    configs alone were downloaded). Raises :class:`ModelFolderError` for a damaged checkpoint."""
-    files = model_folder.weight_files(folder)
-    return [n for f in files for n in model_folder.safetensors_header(f)], tuple(str(f) for f in files)
-
-
-def draft_weights(folder) -> dict:
-    """What the rules read of the draft's weights, from their headers: the fc's input width, the
-    decoder layers held and the files read, or why they cannot be read (a damaged checkpoint)."""
-    try:
-        names, files = _tensor_names(folder)
-        fc = model_folder.fc_in_features(folder)
-    except ModelFolderError as exc:
-        return {"draft_weights_error": exc.reason}
-    if not files:  # SGLang may load other formats (*.bin): nothing read, nothing judged
-        return {}
-    return {
-        "draft_fc_in_features": fc,
-        "draft_weight_files": files,
-        "draft_layers": coverage.draft_layers(names),
-    }
-
-
-def target_weights(folder, config) -> dict:
-    """The decoder layers (and their modules) that the target's weights hold, from their headers,
-    or why they were not read."""
-    try:
-        names, files = _tensor_names(folder)
-    except ModelFolderError as exc:
-        return {"target_weights_error": exc.reason}
-    if not files:
-        return {"target_weights_error": f"{folder} holds no *.safetensors weights"}
-    return {"target_layers": model_folder.decoder_layers(names, model_folder.layer_prefixes(config))}
-
-
-def snapshot(
-    server_args,
-    *,
-    resolved: bool,
-    plugin_active: bool,
-    plugin_reason: str = "",
-    fetch: bool = False,
-) -> Deployment:
-    """A :class:`Deployment` of ``server_args`` (``resolved``: after SGLang's resolution): both
-    models found as SGLang finds them (a local folder, or a hub id's cached snapshot at
-    ``--revision`` / ``--speculative-draft-model-revision``, under ``--download-dir``), their
-    configs as SGLang builds them (``--decrypted-config-file`` and
-    ``--decrypted-draft-config-file``, then ``--json-model-override-args`` on both), and what the
-    rules read of their weights' headers. ``fetch``: at launch, download a hub id's configs that the
-    cache lacks, as SGLang would (``check`` never downloads)."""
-    import msgspec
-    from sglang.srt.arg_groups.overrides import resolution_result
-
-    def arg(name: str):
-        return getattr(server_args, name, None)
-
-    defaults = {f.name: f.default for f in msgspec.structs.fields(type(server_args))}
-    raw_input = getattr(server_args, "_raw_input", None) or {}
-    raw = {n: raw_input.get(n, getattr(server_args, n, None)) for n in WATCHED}
-    draft_path = raw["speculative_draft_model_path"]
-    overrides = parse_overrides(raw["json_model_override_args"])
-    download_dir = arg("download_dir")
-    target_folder, target_error = (
-        (None, None)
-        if _gguf(server_args.model_path)
-        else locate(server_args.model_path, arg("revision"), download_dir, "--model-path", fetch)
-    )
-    target = None
-    if target_folder is not None:
-        target, target_error = read_config(target_folder, arg("decrypted_config_file"))
-    draft_folder, draft_error = locate(
-        draft_path,
-        arg("speculative_draft_model_revision"),
-        download_dir,
-        "--speculative-draft-model-path",
-        fetch,
-    )
-    draft = None
-    if draft_folder is not None:
-        draft, draft_error = read_config(draft_folder, arg("decrypted_draft_config_file"))
-    deployment = Deployment(
-        raw=raw,
-        explicit=frozenset(n for n in WATCHED if raw[n] != defaults.get(n)),
-        resolved={n: resolution_result(server_args, n) for n in WATCHED} if resolved else {},
-        target=apply_overrides(target, overrides),
-        target_error=target_error,
-        draft=apply_overrides(draft, overrides),
-        draft_error=draft_error,
-        overrides=overrides,
-        plugin_active=plugin_active,
-        plugin_reason=plugin_reason,
-        **(draft_weights(draft_folder) if draft is not None else {}),
-    )
-    if target is None or not deployment.reads_target_weights:
-        return deployment
-    return dataclasses.replace(deployment, **target_weights(target_folder, deployment.target))
-
-
-_LOGGED: set[Finding] = set()
-
-
-def _report(findings: list[Finding]) -> None:
     for finding in findings:
         if finding.severity is not Severity.ERROR and finding not in _LOGGED:
             _LOGGED.add(finding)
@@ -209,6 +45,10 @@ def validate_launch(server_args, previous) -> None:
     if not requested(server_args):
         previous(server_args)
         return
+    from sglang_eagle3_embed.core.rule_registry import Stage
+    from sglang_eagle3_embed.core.rules import evaluate
+    from sglang_eagle3_embed.patch.launch_snapshot import snapshot
+
     state = dict(plugin_active=State.active, plugin_reason=State.reason, fetch=True)
     _report(evaluate(snapshot(server_args, resolved=False, **state), Stage.PRE))
     previous(server_args)

@@ -44,7 +44,7 @@ from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
 from sglang_eagle3_embed.core.overrides import parse_overrides
 from sglang_eagle3_embed.core.rules import RULES
 from sglang_eagle3_embed.doctor.pair import PairSpec, shipped_pair
-from sglang_eagle3_embed.patch.speculative_validation import draft_weights, read_config, target_weights
+from sglang_eagle3_embed.patch.launch_snapshot import draft_weights, read_config, target_weights
 from tests.support.cli_contract import Hung, assert_contract, check_verdict, run
 from tests.support.damage import (
     LENGTH_EDITS,
@@ -97,7 +97,7 @@ def code_reading(target: Path, draft: Path | None, raw=RAW, overrides=None) -> d
     """What is wrong with a launch of ``target`` and ``draft`` (None: no draft path) by the code's
     own reading: {rule id: severity} of every error and warning of the rule table, and of the capture
     plan (:func:`resolve_capture_plan`, asked directly: a rule that drops its verdict is caught).
-    The folders are read as ``check`` reads them (``patch/speculative_validation.py``)."""
+    The folders are read as ``check`` reads them (``patch/launch_snapshot.py``)."""
     overrides = overrides or {}
     target_config, target_error = read_config(target)
     draft_config, draft_error = read_config(draft) if draft is not None else (None, None)

@@ -1,4 +1,4 @@
-"""The launch snapshot (``patch/speculative_validation.snapshot``, which ``check`` and the launch hook
+"""The launch snapshot (``patch/launch_snapshot.snapshot``, which ``check`` and the launch hook
 share) reads the models SGLang loads: a hub id from the local Hugging Face cache exactly where
 huggingface_hub finds it, and each config as SGLang builds it, ``--json-model-override-args``
 applied to the target's and to the draft's."""
@@ -114,7 +114,7 @@ def test_both_model_configs_of_a_launch_get_the_override(tiny_pair):
 @RELEASES
 def test_the_snapshot_reads_a_hub_launch_as_the_local_one(offline_cache, tiny_pair, monkeypatch):
     from sglang_eagle3_embed.doctor.check import parse_launch
-    from sglang_eagle3_embed.patch.speculative_validation import snapshot
+    from sglang_eagle3_embed.patch.launch_snapshot import snapshot
 
     publish(tiny_pair.target, "tiny/target")
     publish(tiny_pair.draft, "tiny/draft", "v1")
@@ -152,7 +152,7 @@ def test_a_decrypted_config_file_is_read_in_place_of_config_json(tiny_pair, tmp_
     from sglang.srt.configs.model_config import ModelConfig
 
     from sglang_eagle3_embed.doctor.check import parse_launch
-    from sglang_eagle3_embed.patch.speculative_validation import snapshot
+    from sglang_eagle3_embed.patch.launch_snapshot import snapshot
 
     draft = tmp_path / "draft"
     shutil.copytree(tiny_pair.draft, draft)
