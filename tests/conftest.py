@@ -3,20 +3,115 @@ tests do not. Test support code lives in ``tests/support`` (importable as ``test
 repository root is on pytest's ``pythonpath``, pyproject.toml)."""
 
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
+from tests.support import sglang_touch
+
 os.environ.setdefault("TORCHDYNAMO_DISABLE", "1")
+MEASURE = os.environ.get("EAGLE3_EMBED_SGLANG_TOUCH", "1") != "0"
+"""Whether this run measures which tests run SGLang's code (``tests/support/sglang_touch.py``): on,
+unless ``EAGLE3_EMBED_SGLANG_TOUCH=0`` (``tools.releases``, whose tests are already chosen)."""
+if MEASURE:
+    sglang_touch.install(owner=True)  # before any test module imports SGLang
+FINDINGS: list[str] = []
 
 
 def pytest_configure(config):
     """One torch thread per xdist worker, whatever test a worker runs first: two workers with a
     thread per core each fight over the cores (a probe run can get 100 times slower), and results
-    trained on the CPU depend on the thread count."""
+    trained on the CPU depend on the thread count. The first process of a run makes the folder its
+    child processes (xdist workers included) report SGLang's code in."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         import torch
 
         torch.set_num_threads(1)
+    elif MEASURE:
+        os.environ[sglang_touch.DIR_ENV] = tempfile.mkdtemp(prefix="sglang-touch-")
+        path = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(sglang_touch.SITE), *([path] if path else [])])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """SGLang's code run while a fixture is set up counts for every test that uses the fixture."""
+    if not MEASURE:
+        yield
+        return
+    saved = os.environ.get(sglang_touch.KEY)
+    os.environ[sglang_touch.KEY] = sglang_touch.fixture_key(fixturedef)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(sglang_touch.KEY, None)
+        else:
+            os.environ[sglang_touch.KEY] = saved
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if MEASURE and report.when == "call" and not report.skipped:
+        fixtures = [d for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs]
+        ran = sglang_touch.ran_sglang(item.nodeid, [sglang_touch.fixture_key(d) for d in fixtures])
+        marked = item.get_closest_marker("releases") is not None
+        if marked and item.nodeid in PENDING:
+            FINDINGS.append(f"{LISTED}{item.nodeid}")
+        elif ran and not marked:
+            FINDINGS.append(f"{PENDING_RUN if item.nodeid in PENDING else UNMARKED}{item.nodeid} ({ran})")
+        elif marked and not ran:
+            FINDINGS.append(f"{IDLE}{item.nodeid}")
+
+
+UNMARKED = "runs SGLang's code, not marked `releases` (add @pytest.mark.releases): "
+LISTED = "marked `releases` and still in tests/support/releases_pending.txt (remove it there): "
+PENDING_RUN = "runs SGLang's code, pending in tests/support/releases_pending.txt: "
+IDLE = "marked `releases`, ran none of SGLang's code this time (a cached value may hide it): "
+FAILING = (UNMARKED, LISTED)
+PENDING = frozenset(
+    line
+    for line in (Path(__file__).parent / "support" / "releases_pending.txt").read_text().splitlines()
+    if line and not line.startswith("#")
+)
+"""Tests that run SGLang's code and wait to be marked (the file says why); the list only shrinks."""
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Each xdist worker leaves its findings in the run's folder; the first process gathers them
+    and fails the run on a test that runs SGLang's code unmarked."""
+    folder = os.environ.get(sglang_touch.DIR_ENV)
+    if not MEASURE or not folder:
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        Path(folder, f"findings-{worker}").write_text("".join(f + "\n" for f in FINDINGS))
+        return
+    FINDINGS.extend(
+        line for p in sorted(Path(folder).glob("findings-*")) for line in p.read_text().splitlines()
+    )
+    if any(f.startswith(FAILING) for f in FINDINGS) and session.exitstatus == 0:
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if FINDINGS and not os.environ.get("PYTEST_XDIST_WORKER"):
+        failing = sorted({f for f in FINDINGS if f.startswith(FAILING)})
+        listed = sum(f.startswith(PENDING_RUN) for f in FINDINGS)
+        idle = sum(f.startswith(IDLE) for f in FINDINGS)
+        terminalreporter.section("tests and SGLang's code (tests/support/sglang_touch.py)", red=bool(failing))
+        for line in failing:
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(
+            f"{listed} tests of tests/support/releases_pending.txt ran SGLang's code; {idle} marked tests "
+            f"ran none this time (EAGLE3_EMBED_SGLANG_TOUCH_VERBOSE=1 lists them)"
+        )
+        if os.environ.get("EAGLE3_EMBED_SGLANG_TOUCH_VERBOSE"):
+            for line in sorted(set(FINDINGS) - set(failing)):
+                terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,76 @@
+"""The guard that keeps the older-releases phase complete (``tests/support/sglang_touch.py``): a
+pytest run of planted tests, with xdist, through this suite's own hooks."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from tests.support import ROOT, sglang_touch
+
+PLANTED = """
+import subprocess, sys
+import pytest
+
+def _sglang():
+    from sglang.srt.environ import exportable_env_vars
+    exportable_env_vars()
+
+@pytest.fixture(scope="module")
+def through_sglang():
+    _sglang()
+
+def test_imports_only():
+    import sglang.srt.server_args  # an import's own calls do not count
+
+def test_unmarked_runs():
+    _sglang()
+
+@pytest.mark.releases
+def test_marked_runs():
+    _sglang()
+
+def test_unmarked_plain():
+    pass
+
+@pytest.mark.releases
+def test_marked_idle():
+    pass
+
+def test_unmarked_fixture_a(through_sglang):
+    pass
+
+def test_unmarked_fixture_b(through_sglang):
+    pass
+
+def test_unmarked_child():
+    code = "from sglang.srt.environ import exportable_env_vars as f; f()"
+    subprocess.run([sys.executable, "-c", code], check=True)
+"""
+
+
+def test_tests_that_run_sglang_unmarked_fail_the_run(tmp_path):
+    (tmp_path / "conftest.py").write_text("from tests.conftest import *  # noqa: F403 (this suite's hooks)\n")
+    (tmp_path / "test_planted.py").write_text(textwrap.dedent(PLANTED))
+    outer = {sglang_touch.DIR_ENV, sglang_touch.KEY, "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID"}
+    env = {k: v for k, v in os.environ.items() if k not in outer}
+    env["PYTHONPATH"] = str(ROOT)
+    env["EAGLE3_EMBED_SGLANG_TOUCH_VERBOSE"] = (
+        "1"  # without the outer run's sitecustomize: the planted run makes its own
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "-m", "", "test_planted.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    out = done.stdout
+    assert done.returncode == 1 and "8 passed" in out, out[-3000:] + done.stderr[-2000:]
+    flagged = {
+        line.rsplit("::", 1)[1].split(" ")[0]
+        for line in out.splitlines()
+        if line.startswith("runs SGLang's code")
+    }
+    assert flagged == {
+        "test_unmarked_runs", "test_unmarked_fixture_a", "test_unmarked_fixture_b", "test_unmarked_child"
+    }, out[-3000:]  # fmt: skip
+    idle = {line.rsplit("::", 1)[1] for line in out.splitlines() if line.startswith("marked `releases`")}
+    assert idle == {"test_marked_idle"}, out[-3000:]
