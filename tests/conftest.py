@@ -3,6 +3,7 @@ tests do not. Test support code lives in ``tests/support`` (importable as ``test
 repository root is on pytest's ``pythonpath``, pyproject.toml)."""
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -93,6 +94,7 @@ def pytest_sessionfinish(session, exitstatus):
     FINDINGS.extend(
         line for p in sorted(Path(folder).glob("findings-*")) for line in p.read_text().splitlines()
     )
+    shutil.rmtree(folder, ignore_errors=True)
     if any(f.startswith(FAILING) for f in FINDINGS) and session.exitstatus == 0:
         session.exitstatus = 1
 
