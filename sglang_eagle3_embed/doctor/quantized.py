@@ -139,37 +139,42 @@ def dequantize_fp8(weight: torch.Tensor, scale_inv: torch.Tensor) -> torch.Tenso
 
 
 def pack_int4(values: torch.Tensor) -> torch.Tensor:
-    """Signed int4 values ``[rows, cols]`` (-8..7) as int32 ``[rows, cols / 8]``: each value offset
-    by 8, eight per int32 along a row, the first in the lowest four bits (compressed-tensors'
-    ``pack_to_int32``)."""
-    rows, cols = values.shape
+    """Signed int4 values ``[rows, cols]`` (-8..7) as int32 ``[rows, cols / 8]``, packed by
+    compressed-tensors itself (``pack_to_int32``: each value offset by 8, eight per int32 along a
+    row, the first in the lowest four bits)."""
+    from compressed_tensors.compressors.pack_quantized.helpers import pack_to_int32
+
+    cols = values.shape[1]
     if cols % PACK:
         raise ValueError(f"{cols} columns do not pack into int32 words of {PACK} int4 values")
-    nibbles = (values.to(torch.int64) + 8).view(rows, cols // PACK, PACK)
-    shifts = torch.arange(PACK, dtype=torch.int64, device=values.device) * 4
-    words = (nibbles << shifts).sum(-1)
-    return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+    return pack_to_int32(values, 4)
 
 
 def unpack_int4(packed: torch.Tensor, cols: int) -> torch.Tensor:
-    """The inverse of :func:`pack_int4`: int8 values -8..7, ``[rows, cols]``."""
-    shifts = torch.arange(PACK, dtype=torch.int64) * 4
-    nibbles = (packed.to(torch.int64)[..., None] >> shifts) & 0xF
-    return (nibbles.view(packed.shape[0], -1)[:, :cols] - 8).to(torch.int8)
+    """The inverse of :func:`pack_int4` (compressed-tensors' ``unpack_from_int32``): int8 values
+    -8..7, ``[rows, cols]``."""
+    from compressed_tensors.compressors.pack_quantized.helpers import unpack_from_int32
+
+    return unpack_from_int32(packed, 4, torch.Size([packed.shape[0], cols])).to(torch.int8)
 
 
 def quantize_int4(weight: torch.Tensor) -> dict[str, torch.Tensor]:
     """``weight_packed`` (int32), ``weight_scale`` (bf16, one per group of 32 inputs) and
-    ``weight_shape`` (int32) of a weight, as compressed-tensors quantizes a bf16 weight
-    (``calculate_qparams``, ``quantize``): symmetric, scale = group absolute maximum / 7.5 (a zero
-    scale replaced by bf16's eps), ``x / scale`` in bf16, rounded and clamped to -8..7."""
+    ``weight_shape`` (int32) of a weight, quantized by compressed-tensors itself as it quantizes a
+    bf16 weight for Kimi-K2.5's scheme (``calculate_qparams`` and ``quantize``: symmetric, scale =
+    group absolute maximum / 7.5, a zero scale replaced by bf16's eps, rounded, clamped to -8..7)."""
+    from compressed_tensors.quantization import QuantizationArgs
+    from compressed_tensors.quantization.lifecycle.forward import quantize
+    from compressed_tensors.quantization.utils import calculate_qparams
+
     rows, cols = weight.shape
     if cols % INT4_GROUP:
         raise ValueError(f"{cols} inputs do not split into groups of {INT4_GROUP}")
-    groups = weight.to(torch.bfloat16).view(rows, cols // INT4_GROUP, INT4_GROUP)
-    scale = (groups.abs().amax(-1).float() / 7.5).to(torch.bfloat16)
-    scale = torch.where(scale == 0, torch.finfo(torch.bfloat16).eps, scale)
-    q = torch.round(groups / scale[..., None]).clamp(-8, 7).to(torch.int8).view(rows, cols)
+    args = QuantizationArgs(num_bits=4, type="int", symmetric=True, strategy="group", group_size=INT4_GROUP)
+    weight = weight.to(torch.bfloat16)
+    groups = weight.view(rows, cols // INT4_GROUP, INT4_GROUP)
+    scale, zero = calculate_qparams(groups.amin(-1), groups.amax(-1), args)
+    q = quantize(weight, scale, zero, args, dtype=torch.int8)
     return {
         "weight_packed": pack_int4(q),
         "weight_scale": scale.contiguous(),

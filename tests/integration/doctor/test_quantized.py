@@ -142,24 +142,24 @@ def test_padding_leaves_the_function_exactly_as_it_was(tiny_pair, tmp_path):
     assert not torch.equal(logits(weights, text), reference)
 
 
-def test_int4_packs_and_quantizes_as_compressed_tensors_does():
-    from compressed_tensors.compressors.pack_quantized.helpers import pack_to_int32
-    from compressed_tensors.quantization import QuantizationArgs
-    from compressed_tensors.quantization.lifecycle.forward import quantize
-    from compressed_tensors.quantization.utils import calculate_qparams
-
-    args = QuantizationArgs(num_bits=4, type="int", symmetric=True, strategy="group", group_size=32)
-    for seed in range(4):
-        weight = torch.randn(64, 128, generator=torch.Generator().manual_seed(seed)) * 0.05
-        weight[3] = 0  # a zero group: compressed-tensors stores bf16's eps as its scale
-        groups = weight.to(torch.bfloat16).view(64, 4, 32)
-        scale, zero = calculate_qparams(groups.amin(-1), groups.amax(-1), args)
-        expected = quantize(weight.to(torch.bfloat16), scale, zero, args, dtype=torch.int8)
-        mine = quantize_int4(weight)
-        assert torch.equal(mine["weight_scale"], scale)
-        assert torch.equal(mine["weight_packed"], pack_to_int32(expected, 4))
-        assert torch.equal(unpack_int4(mine["weight_packed"], 128), expected)
-        assert torch.equal(pack_int4(expected), pack_to_int32(expected, 4))
+def test_int4_is_packed_and_scaled_as_the_format_specifies():
+    # compressed-tensors packs and quantizes (pack_int4, quantize_int4); this checks its output
+    # against the format as written: value + 8 in nibble i % 8 of word i // 8, lowest bits first;
+    # the scale the group's absolute maximum / 7.5
+    values = torch.tensor([[-8, -7, -1, 0, 1, 2, 6, 7, 3, -3, 5, -5, 4, -4, 0, 7]], dtype=torch.int8)
+    words = [sum((int(v) + 8) << (4 * i) for i, v in enumerate(values[0, w * 8 : w * 8 + 8])) for w in (0, 1)]
+    expected = torch.tensor([[w - 2**32 if w >= 2**31 else w for w in words]], dtype=torch.int32)
+    assert torch.equal(pack_int4(values), expected)
+    assert torch.equal(unpack_int4(expected, 16), values)
+    weight = torch.zeros(2, 64)
+    weight[0, :32] = torch.linspace(-1.5, 1.5, 32)  # group maximum 1.5: scale 0.2
+    q = quantize_int4(weight)
+    assert q["weight_scale"].shape == (2, 2) and q["weight_scale"][0, 0].item() == pytest.approx(
+        0.2, rel=1e-2
+    )
+    assert q["weight_scale"][1, 0] == torch.finfo(torch.bfloat16).eps  # a zero group
+    restored = unpack_int4(q["weight_packed"], 64)[0, :32].float() * q["weight_scale"][0, 0].float()
+    assert (restored - weight[0, :32]).abs().max() <= 0.55 * 0.2  # half a step, and bf16 rounding
 
 
 def test_fp8_dequantizes_as_sglang_does():
