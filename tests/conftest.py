@@ -25,6 +25,8 @@ def pytest_configure(config):
     thread per core each fight over the cores (a probe run can get 100 times slower), and results
     trained on the CPU depend on the thread count. The first process of a run makes the folder its
     child processes (xdist workers included) report SGLang's code in."""
+    if MEASURE:
+        config.pluginmanager.register(FixtureWindow(), "sglang-touch-fixtures")
     if os.environ.get("PYTEST_XDIST_WORKER"):
         import torch
 
@@ -35,21 +37,22 @@ def pytest_configure(config):
         os.environ["PYTHONPATH"] = os.pathsep.join([str(sglang_touch.SITE), *([path] if path else [])])
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_fixture_setup(fixturedef, request):
-    """SGLang's code run while a fixture is set up counts for every test that uses the fixture."""
-    if not MEASURE:
-        yield
-        return
-    saved = os.environ.get(sglang_touch.KEY)
-    os.environ[sglang_touch.KEY] = sglang_touch.fixture_key(fixturedef)
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(sglang_touch.KEY, None)
-        else:
-            os.environ[sglang_touch.KEY] = saved
+class FixtureWindow:
+    """SGLang's code run while a fixture is set up counts for every test that uses the fixture.
+    A plugin of its own: a conftest's hooks reach only the nodes under its folder, and a session
+    fixture is set up for the session node, above ``tests/``."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        saved = os.environ.get(sglang_touch.KEY)
+        os.environ[sglang_touch.KEY] = sglang_touch.fixture_key(fixturedef)
+        try:
+            yield
+        finally:
+            if saved is None:
+                os.environ.pop(sglang_touch.KEY, None)
+            else:
+                os.environ[sglang_touch.KEY] = saved
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -43,34 +43,56 @@ def test_unmarked_fixture_a(through_sglang):
 def test_unmarked_fixture_b(through_sglang):
     pass
 
+def test_unmarked_session_fixture_a(session_sglang):
+    pass
+
+def test_unmarked_session_fixture_b(session_sglang):
+    pass
+
 def test_unmarked_child():
     code = "from sglang.srt.environ import exportable_env_vars as f; f()"
     subprocess.run([sys.executable, "-c", code], check=True)
 """
 
 
+CONFTEST = """
+import pytest
+
+from tests.conftest import *  # noqa: F403 (this suite's hooks)
+
+
+@pytest.fixture(scope="session")
+def session_sglang():  # set up for the session node, above this folder's conftest hooks
+    from sglang.srt.environ import exportable_env_vars
+
+    exportable_env_vars()
+"""
+
+
 def test_tests_that_run_sglang_unmarked_fail_the_run(tmp_path):
-    (tmp_path / "conftest.py").write_text("from tests.conftest import *  # noqa: F403 (this suite's hooks)\n")
-    (tmp_path / "test_planted.py").write_text(textwrap.dedent(PLANTED))
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # the rootdir, above the suite as in this repository
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(CONFTEST)
+    (suite / "test_planted.py").write_text(textwrap.dedent(PLANTED))
     outer = {sglang_touch.DIR_ENV, sglang_touch.KEY, "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID"}
     env = {k: v for k, v in os.environ.items() if k not in outer}
-    env["PYTHONPATH"] = str(ROOT)
-    env["EAGLE3_EMBED_SGLANG_TOUCH_VERBOSE"] = (
-        "1"  # without the outer run's sitecustomize: the planted run makes its own
-    )
+    env["PYTHONPATH"] = str(ROOT)  # without the outer run's sitecustomize: the planted run makes its own
+    env["EAGLE3_EMBED_SGLANG_TOUCH_VERBOSE"] = "1"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "-m", "", "test_planted.py"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "-m", "", "suite"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     out = done.stdout
-    assert done.returncode == 1 and "8 passed" in out, out[-3000:] + done.stderr[-2000:]
+    assert done.returncode == 1 and "10 passed" in out, out[-3000:] + done.stderr[-2000:]
     flagged = {
         line.rsplit("::", 1)[1].split(" ")[0]
         for line in out.splitlines()
         if line.startswith("runs SGLang's code")
     }
     assert flagged == {
-        "test_unmarked_runs", "test_unmarked_fixture_a", "test_unmarked_fixture_b", "test_unmarked_child"
+        "test_unmarked_runs", "test_unmarked_fixture_a", "test_unmarked_fixture_b", "test_unmarked_child",
+        "test_unmarked_session_fixture_a", "test_unmarked_session_fixture_b",
     }, out[-3000:]  # fmt: skip
     idle = {line.rsplit("::", 1)[1] for line in out.splitlines() if line.startswith("marked `releases`")}
     assert idle == {"test_marked_idle"}, out[-3000:]

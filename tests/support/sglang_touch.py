@@ -44,10 +44,20 @@ HOOK = "__eagle3_embed_sglang_touched__"
 SITE = Path(__file__).with_name("sglang_touch_site")
 _MAGIC = importlib.util.MAGIC_NUMBER.hex()
 
-PROCESS_WIDE = ("sglang.srt.utils.hf_transformers_patches", "sglang.srt.utils.patch_torch")
-"""Modules whose functions SGLang installs into transformers and torch when it is imported: once any
-test of a process imported SGLang, transformers' own config code calls them for every later test,
-so whether they run says which test came first, not what a test does. Not instrumented."""
+PROCESS_WIDE = (
+    "sglang.srt.utils.hf_transformers_patches",
+    "sglang.srt.utils.patch_torch",
+    "sglang.srt.distributed.parallel_state",
+    "sglang.srt.plugins",
+)
+"""Not instrumented: what SGLang sets up once per process or installs into other libraries, which
+runs for whichever test comes first, not for what a test does: its patches to transformers and
+torch (transformers' own config code calls them once SGLang is imported), its distributed state
+and its plugin loading (``sglang.srt.plugins`` and its hook registry)."""
+
+_PROCESS_SETUP = os.path.join("doctor", "sglang_cpu.py")
+"""The project's own once-per-process SGLang setup (``sglang_cpu.init``: the gloo world, the
+published ServerArgs): it runs for whichever test comes first. Not counted either."""
 
 _hits: dict[str | None, str] = {}
 """The ``PYTEST_CURRENT_TEST`` values (``NODEID (setup)``, ``NODEID (call)``, ``NODEID (teardown)``,
@@ -66,7 +76,10 @@ def touched(module: str) -> None:
         return
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+        code = frame.f_code
+        if code.co_filename.startswith("<frozen importlib._bootstrap") or (
+            code.co_name == "init" and code.co_filename.endswith(_PROCESS_SETUP)
+        ):
             return
         frame = frame.f_back
     _hits[value] = module
@@ -127,7 +140,7 @@ class _Loader(importlib.machinery.SourceFileLoader):
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path, target=None):
-        if (fullname != "sglang" and not fullname.startswith("sglang.")) or fullname in PROCESS_WIDE:
+        if (fullname != "sglang" and not fullname.startswith("sglang.")) or fullname.startswith(PROCESS_WIDE):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
