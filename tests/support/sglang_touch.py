@@ -171,18 +171,30 @@ def fixture_key(fixturedef) -> str:
     return f"fixture {fixturedef.baseid}::{fixturedef.argname}"
 
 
+_children: dict[str, str] = {}
+"""What child processes recorded, read so far (:func:`_child_hits`)."""
+_read_to: dict[Path, int] = {}
+"""How far each child's file has been read."""
+
+
 def _child_hits() -> dict[str, str]:
+    """What child processes recorded, each file read on from where the last call stopped: once per
+    test, without reading every earlier record again."""
     folder = os.environ.get(DIR_ENV)
-    out: dict[str, str] = {}
     for path in Path(folder).glob("child-*") if folder else ():
+        start = _read_to.get(path, 0)
         try:
-            lines = path.read_text().splitlines()
+            with open(path, "rb") as f:
+                f.seek(start)
+                data = f.read()
         except OSError:
             continue
-        for line in lines:
+        whole = data[: data.rfind(b"\n") + 1]  # a line being written is read next time
+        _read_to[path] = start + len(whole)
+        for line in whole.decode().splitlines():
             key, _, module = line.partition("\t")
-            out.setdefault(key, module)
-    return out
+            _children.setdefault(key, module)
+    return _children
 
 
 def ran_sglang(nodeid: str, fixture_keys) -> str | None:
