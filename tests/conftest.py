@@ -14,7 +14,8 @@ from tests.support import sglang_touch
 os.environ.setdefault("TORCHDYNAMO_DISABLE", "1")
 MEASURE = os.environ.get("EAGLE3_EMBED_SGLANG_TOUCH", "1") != "0"
 """Whether this run measures which tests run SGLang's code (``tests/support/sglang_touch.py``): on,
-unless ``EAGLE3_EMBED_SGLANG_TOUCH=0`` (``tools.releases``, whose tests are already chosen)."""
+unless ``EAGLE3_EMBED_SGLANG_TOUCH=0`` (``tools.releases``, whose tests are already chosen, and
+``tools/gpu_bundle.sh``: the GPU suite never meets the older releases)."""
 if MEASURE:
     sglang_touch.install(owner=True)  # before any test module imports SGLang
 FINDINGS: list[str] = []

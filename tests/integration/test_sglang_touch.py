@@ -96,3 +96,50 @@ def test_tests_that_run_sglang_unmarked_fail_the_run(tmp_path):
     }, out[-3000:]  # fmt: skip
     idle = {line.rsplit("::", 1)[1] for line in out.splitlines() if line.startswith("marked `releases`")}
     assert idle == {"test_marked_idle"}, out[-3000:]
+
+
+SHADOWED = """
+import sys, types
+stub = types.ModuleType("sglang.kernels.ops.gemm.cutedsl_dual_gemm")  # as the GPU bundle's shim does
+sys.modules[stub.__name__] = stub
+"""
+
+
+def test_a_sitecustomize_later_on_the_path_still_runs_in_child_processes(tmp_path):
+    """The GPU bundle's ``sitecustomize`` (stubs of two SGLang modules) sits on ``PYTHONPATH``
+    after the hook's folder: both run, and a stub without a file does not count as SGLang imported
+    before the hook."""
+    (tmp_path / "shim").mkdir()
+    (tmp_path / "shim" / "sitecustomize.py").write_text(SHADOWED)
+    env = {**os.environ, sglang_touch.DIR_ENV: str(tmp_path)}
+    env["PYTHONPATH"] = os.pathsep.join([str(sglang_touch.SITE), str(tmp_path / "shim"), str(ROOT)])
+    code = (
+        "import builtins, sys; from tests.support import sglang_touch as t; "
+        "print('sglang.kernels.ops.gemm.cutedsl_dual_gemm' in sys.modules, hasattr(builtins, t.HOOK))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.split()) == (0, ["True", "True"]), done.stderr[-2000:]
+
+
+def test_install_refuses_sglang_imported_before_it_but_not_a_stub():
+    code = textwrap.dedent(
+        """
+        import sys, types
+        from tests.support import sglang_touch
+        sys.modules["sglang.stubbed"] = types.ModuleType("sglang.stubbed")
+        sglang_touch.install()
+        print("stub: installed")
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, sglang_touch._Finder)]
+        import sglang.srt.environ
+        try:
+            sglang_touch.install()
+        except RuntimeError as exc:
+            print("imported:", "before the hook (['sglang'," in str(exc) and "stubbed" not in str(exc))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != sglang_touch.DIR_ENV}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.stdout.split("\n")[:2] == ["stub: installed", "imported: True"], (
+        done.stdout + done.stderr[-2000:]
+    )

@@ -157,7 +157,12 @@ def install(owner: bool = False) -> None:
         _owner = os.getpid()
     if any(isinstance(f, _Finder) for f in sys.meta_path):
         return
-    early = sorted(m for m in sys.modules if m == "sglang" or m.startswith("sglang."))
+    # Stubs without a file (the GPU bundle's sitecustomize puts two there) hold no SGLang code.
+    early = sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if (name == "sglang" or name.startswith("sglang.")) and getattr(module, "__file__", None)
+    )
     if early:
         raise RuntimeError(
             f"sglang_touch.install: SGLang was imported before the hook ({early[:3]}): its functions "
