@@ -80,7 +80,9 @@ MADE_FROM = "made_from.json"
 def _deterministic(device: str):
     if device != "cpu":
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        torch.use_deterministic_algorithms(True)
+        # warn_only: an op without a deterministic CUDA kernel warns rather than stops the build;
+        # whether a rebuild gave the same bytes shows in the manifests' digests either way.
+        torch.use_deterministic_algorithms(True, warn_only=True)
 
 
 def train_narrow(spec: KimiPairSpec, device: str = "cpu"):
@@ -251,11 +253,45 @@ def target_shards(narrow, spec: KimiPairSpec, device: str = "cpu", dtype=torch.b
         yield name(i + 1), (lambda i=i: layer(i))
 
 
+DIGEST = ".sha256"
+"""Beside each shard in the staging folder: the SHA-256 of its bytes, taken when it was written."""
+
+
+def _save_shard(tensors: dict, path: Path) -> str:
+    """Write one shard (a temporary name, flushed, then renamed) and its digest beside it; returns
+    the digest. Runs on the writer thread while the device builds the next shard."""
+    from safetensors.torch import save_file
+
+    tmp = path.with_suffix(".tmp")
+    save_file(tensors, str(tmp), metadata={"format": "pt"})
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    digest = cache.file_digest(tmp)  # read back from the page cache it was just written to
+    os.replace(tmp, path)
+    path.with_name(path.name + DIGEST).write_text(digest)
+    return digest
+
+
+def _shard_digest(path: Path) -> str:
+    """A resumed shard's digest: the one recorded beside it, else read again."""
+    try:
+        return path.with_name(path.name + DIGEST).read_text().strip()
+    except OSError:
+        return cache.file_digest(path)
+
+
 def write_target(
     narrow, spec: KimiPairSpec, narrow_folder: Path, tmp: Path, partial: Path, device: str, log=print
-):
-    """The target folder's files into ``tmp``: shards from ``partial`` where a resumed build wrote
-    them for the same narrow folder and spec, the rest written there first (each by a rename)."""
+) -> dict[str, str]:
+    """The target folder's files into ``tmp``; returns the shards' digests. Shards are written into
+    ``partial`` first (where a resumed build finds those written for the same narrow folder and
+    spec) and linked into ``tmp``: a build stopped at any point, publishing included, keeps them.
+    One writer thread flushes and hashes each shard while the device builds the next."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from safetensors.torch import save_file
 
     from sglang_eagle3_embed.core.model_folder import DTYPE_BITS, safetensors_header
@@ -272,32 +308,45 @@ def write_target(
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         (partial / MADE_FROM).write_text(json.dumps(made_from, indent=2))
-    weight_map, total_bytes, written = {}, 0, 0
-    for file, make in target_shards(narrow, spec, device):
-        path = partial / file
-        if not path.exists():
+    started, digests, pending, resumed = time.perf_counter(), {}, {}, 0
+    with ThreadPoolExecutor(max_workers=1) as writer:
+        for n, (file, make) in enumerate(target_shards(narrow, spec, device)):
+            path = partial / file
+            if path.exists():
+                digests[file] = _shard_digest(path)
+                resumed += 1
+                continue
             tensors = {k: v.contiguous().cpu() for k, v in make().items()}
-            save_file(tensors, str(path.with_suffix(".tmp")), metadata={"format": "pt"})
-            os.replace(path.with_suffix(".tmp"), path)
-            written += 1
-        for key, info in safetensors_header(path).items():
+            for done in [f for f, future in pending.items() if future.done()]:
+                digests[done] = pending.pop(done).result()
+            while len(pending) >= 2:  # at most two shards in memory besides the one being built
+                first = next(iter(pending))
+                digests[first] = pending.pop(first).result()
+            pending[file] = writer.submit(_save_shard, tensors, path)
+            if n % 10 == 0:
+                log(f"  target shard {n + 1}: {time.perf_counter() - started:.0f} s")
+        for file, future in pending.items():
+            digests[file] = future.result()
+    log(f"  target shards: {len(digests) - resumed} written, {resumed} resumed "
+        f"({time.perf_counter() - started:.0f} s)")  # fmt: skip
+    weight_map, total_bytes = {}, 0
+    for file in sorted(digests):
+        for key, info in safetensors_header(partial / file).items():
             weight_map[key] = file
             total_bytes += math.prod(info.shape) * DTYPE_BITS[info.dtype] // 8
-    log(f"  target shards: {written} written, {len(set(weight_map.values())) - written} resumed")
+        os.link(partial / file, tmp / file)
     text = {**spec.text, "n_routed_experts": spec.experts, "num_experts_per_tok": spec.experts,
             "quantization_config": int4_config(), "torch_dtype": "bfloat16"}  # fmt: skip
     config = kimi_config(text)
     vision = {k: v.to(torch.bfloat16) for k, v in vision_weights(config, spec.seed).items()}
     save_file(vision, str(tmp / "vision.safetensors"), metadata={"format": "pt"})
     weight_map.update(dict.fromkeys(vision, "vision.safetensors"))
-    for file in sorted(set(weight_map.values()) - {"vision.safetensors"}):
-        os.replace(partial / file, tmp / file)
     index = {"metadata": {"total_size": total_bytes}, "weight_map": weight_map}
     (tmp / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
     (tmp / "config.json").write_text(json.dumps(config, indent=2))
     write_tokenizer(tmp, spec.text["vocab_size"])
     _write_processor(tmp)
-    shutil.rmtree(partial, ignore_errors=True)
+    return digests
 
 
 # --- the command --------------------------------------------------------------------------------
@@ -367,18 +416,24 @@ def build(out: Path, spec: KimiPairSpec, device: str = "cpu", *, reuse: bool = F
     with _timed(timings, "narrow-draft: in all"):
         cache.ensure(folders["narrow-draft"], build_narrow_draft,
                      _check_of(folders["narrow-draft"], spec, folders["narrow"]))  # fmt: skip
+    log(f"narrow draft: {timings['narrow-draft: in all']:.0f} s")
     from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
 
     narrow_draft, _ = load_draft(folders["narrow-draft"])
 
-    def build_target(tmp: Path) -> None:
+    def build_target(tmp: Path) -> dict[str, str]:
         cache.write_origin(tmp, MADE_FROM, folders["narrow"])
         with _timed(timings, "target: write"):
-            write_target(narrow, spec, folders["narrow"], tmp, out / f"target{PARTIAL}", device, log)
+            digests = write_target(
+                narrow, spec, folders["narrow"], tmp, out / f"target{PARTIAL}", device, log
+            )
         _record(tmp, spec, trained_at=list(place_trained(spec.num_layers, spec.ids, spec.config_ids)))
+        return digests
 
     with _timed(timings, "target: in all"):
         cache.ensure(folders["target"], build_target, _check_of(folders["target"], spec, folders["narrow"]))
+    shutil.rmtree(out / f"target{PARTIAL}", ignore_errors=True)  # published: the links are all it needs
+    log(f"target: {timings['target: in all']:.0f} s")
 
     def build_draft(tmp: Path) -> None:
         from safetensors.torch import save_file
@@ -395,6 +450,7 @@ def build(out: Path, spec: KimiPairSpec, device: str = "cpu", *, reuse: bool = F
         cache.ensure(
             folders["draft"], build_draft, _check_of(folders["draft"], spec, folders["narrow-draft"])
         )
+    log(f"draft: {timings['draft: in all']:.0f} s")
     if not folders["draft-fixed"].exists():
         write_config_variant(folders["draft"], folders["draft-fixed"], placement="nested", ids=list(spec.ids))
     sizes = {n: sum(f.stat().st_size for f in p.iterdir() if f.is_file()) for n, p in folders.items()}

@@ -206,12 +206,16 @@ def _discard(folder: Path) -> None:
 
 
 def ensure(
-    folder: Path, build: Callable[[Path], None], check: Callable[[], str | None] | None = None
+    folder: Path,
+    build: Callable[[Path], dict[str, str] | None],
+    check: Callable[[], str | None] | None = None,
 ) -> Path:
     """``folder``, complete: used as it is, without a lock, when its manifest vouches for it and
     ``check`` (e.g. :func:`origin_problem`) finds nothing wrong; else built by ``build(tmp)``, which
-    writes the files into a fresh temporary folder, and published. Every write happens under
-    ``folder``'s lock, after checking again: a concurrent builder may have completed it meanwhile."""
+    writes the files into a fresh temporary folder, and published. ``build`` may return the
+    SHA-256 of files it wrote and flushed itself (:func:`publish`'s ``known``). Every write happens
+    under ``folder``'s lock, after checking again: a concurrent builder may have completed it
+    meanwhile."""
     problem = _problem(folder, check)
     if problem is None:
         return folder
@@ -224,11 +228,11 @@ def ensure(
             _discard(folder)
         tmp = temporary(folder)
         try:
-            build(tmp)
+            known = build(tmp)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        publish(tmp, folder)
+        publish(tmp, folder, known)
     return folder
 
 
@@ -240,13 +244,19 @@ def temporary(folder: Path) -> Path:
     return tmp
 
 
-def publish(tmp: Path, folder: Path) -> None:
+def publish(tmp: Path, folder: Path, known: dict[str, str] | None = None) -> None:
     """Flush ``tmp``'s files, write its manifest last, and move it into place. A concurrent builder
-    that published a complete folder first wins."""
+    that published a complete folder first wins. ``known``: the SHA-256 of files the builder has
+    already flushed and hashed as it wrote them (tens of GB need not be read twice); the rest are
+    flushed and hashed here."""
+    known = known or {}
     files = sorted(p for p in tmp.iterdir() if p.is_file() and p.name != MANIFEST)
     for file in files:
-        _fsync(file)
-    manifest = {p.name: {"size": p.stat().st_size, "sha256": file_digest(p)} for p in files}
+        if file.name not in known:
+            _fsync(file)
+    manifest = {
+        p.name: {"size": p.stat().st_size, "sha256": known.get(p.name) or file_digest(p)} for p in files
+    }
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
     _fsync(tmp / MANIFEST)
     _fsync(tmp)

@@ -14,6 +14,7 @@ from benchmarks.kimi_pair import KimiPairSpec, place_trained
 from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.ids import IDS_FIELD
 from sglang_eagle3_embed.core.stock_sglang import stock_reading
+from sglang_eagle3_embed.doctor import cache
 from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
 from sglang_eagle3_embed.doctor.quantized import (
     INT4_GROUP,
@@ -178,6 +179,32 @@ def test_a_stopped_build_resumes_its_shards_and_rebuilds_the_same_bytes(built, t
     result = kimi_build.build(out, SPEC, "cpu", reuse=True, log=lines.append)
     assert any("5 written, 4 resumed" in line for line in lines), lines
     assert result["manifests"] == built["result"]["manifests"]
+    assert cache.verify(out / "target") is None  # the digests taken while writing are the files'
+
+
+@pytest.mark.releases
+def test_a_build_stopped_while_publishing_the_target_keeps_its_shards(built, tmp_path):
+    """Tens of GB are flushed and published after the last shard: a build stopped there resumes
+    every shard and rewrites none."""
+    out = tmp_path / "again"
+    publish = cache.publish
+
+    def stopping(tmp, folder, known=None):
+        if folder.name == "target":
+            raise KeyboardInterrupt("stopped")
+        return publish(tmp, folder, known)
+
+    cache.publish = stopping
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            kimi_build.build(out, SPEC, "cpu", log=lambda *_: None)
+    finally:
+        cache.publish = publish
+    lines = []
+    result = kimi_build.build(out, SPEC, "cpu", reuse=True, log=lines.append)
+    assert any("0 written, 9 resumed" in line for line in lines), lines
+    assert result["manifests"] == built["result"]["manifests"]
+    assert not (out / f"target{kimi_build.PARTIAL}").exists()
 
 
 def test_the_trained_layers_are_placed_for_the_quick_spec():
