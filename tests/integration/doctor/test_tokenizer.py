@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from sglang_eagle3_embed.core.deployment import text_config
 from sglang_eagle3_embed.doctor.tokenizer import text_of
 
+pytestmark = pytest.mark.releases  # SGLang's tokenizer loader, cached: whichever test runs first runs it
+
 _LOADED = {}
 
 
