@@ -4,18 +4,15 @@ SGLang takes ``--model-path`` (and ``--speculative-draft-model-path``) as a loca
 a folder is there (``os.path.isdir``, ``srt/model_loader/loader.py:496``), else as a hub repo id
 whose snapshot ``huggingface_hub.snapshot_download`` returns, from the cache only under
 ``HF_HUB_OFFLINE=1`` (``srt/model_loader/weight_utils.py:326-337``; transformers reads the config
-from the same cache). :func:`resolve` finds the same snapshot folder without importing either and
-without a download: the cache folder (``--download-dir``, else ``HF_HUB_CACHE``, else the legacy
-``HUGGINGFACE_HUB_CACHE``, else ``$HF_HOME/hub``, else ``$XDG_CACHE_HOME/huggingface/hub``, else
-``~/.cache/huggingface/hub``), then ``models--{org}--{name}/refs/{revision}`` (a 40-digit commit
-hash names a snapshot directly), then ``snapshots/{commit}``. A repo or revision that is not
-cached is a :class:`HubError` naming the repo, the revision, the cache and the fix.
+from the same cache). :func:`resolve` asks huggingface_hub itself, never downloading
+(``snapshot_download(local_files_only=True)``; repo ids checked by its ``validate_repo_id``; what a
+repo's cache holds read by ``scan_cache_dir``). A repo or revision that is not cached is a
+:class:`HubError` naming the repo, the revision, the cache and the fix.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from sglang_eagle3_embed.core.errors import InputError
@@ -26,10 +23,6 @@ __all__ = [
 ]  # fmt: skip
 
 DEFAULT_REVISION = "main"
-COMMIT = re.compile(r"^[0-9a-f]{40}$")
-REPO_ID = re.compile(r"^(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b$")
-"""huggingface_hub's ``REPO_ID_REGEX`` (``utils/_validators.py``), with ``--`` and ``..`` refused
-as it refuses them."""
 
 
 class HubError(InputError):
@@ -39,7 +32,8 @@ class HubError(InputError):
 def cache_dir(download_dir: str | None = None) -> Path:
     """The hub cache SGLang reads: ``--download-dir`` when given, else huggingface_hub's default
     (``huggingface_hub/constants.py``: ``HF_HUB_CACHE``, ``HUGGINGFACE_HUB_CACHE``, ``HF_HOME``,
-    ``XDG_CACHE_HOME``)."""
+    ``XDG_CACHE_HOME``). Read here, not from the library: it reads them once, when first imported
+    (``constants.py:160-194``), and a check must see the environment the server will start with."""
     if download_dir:
         return Path(download_dir).expanduser()
     home = os.environ.get("HF_HOME") or os.path.join(
@@ -63,9 +57,16 @@ def locate(path: str, revision: str | None = None, download_dir: str | None = No
 
 def check_repo(repo: str, what: str = "", prefix: str = "") -> None:
     """A :class:`HubError` unless ``repo`` has the form of a hub repo id (``org/name`` or ``name``:
-    letters, digits, ``-``, ``_``, ``.``; no ``--`` or ``..``), as huggingface_hub requires."""
-    if REPO_ID.match(repo) and "--" not in repo and ".." not in repo:
+    letters, digits, ``-``, ``_``, ``.``; no ``--`` or ``..``): huggingface_hub's own
+    ``validate_repo_id``."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo)
         return
+    except HFValidationError:
+        pass
     named = f"{what} {repo}" if what else repo
     raise HubError(
         f"{named}: {prefix}not a hub repo id (org/name: letters, digits, -, _ and ., no -- or ..); fix: "
@@ -79,7 +80,8 @@ def repo_folder(repo: str, download_dir: str | None = None) -> Path:
 
 
 def offline() -> bool:
-    """``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) set true, as huggingface_hub reads it."""
+    """``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) set true, as huggingface_hub reads it (read
+    here for the reason :func:`cache_dir` gives)."""
     value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
     return value.upper() in {"1", "ON", "YES", "TRUE"}
 
@@ -98,46 +100,45 @@ def _launch(repo: str) -> str:
 
 
 def resolve(repo: str, revision: str | None = None, download_dir: str | None = None, what: str = "") -> Path:
-    """The cached snapshot folder of hub repo ``repo`` at ``revision`` (default ``main``): the folder
+    """The cached snapshot folder of hub repo ``repo`` at ``revision`` (default ``main``): what
     ``snapshot_download(repo, revision=revision, local_files_only=True)`` returns. Never downloads."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
     revision = revision or DEFAULT_REVISION
     named = f"{what} {repo}" if what else repo
     check_repo(repo, what, "no such file or folder, and ")
     at = f"{named} (revision {revision})"
     cache = cache_dir(download_dir)
-    folder = repo_folder(repo, download_dir)
+    try:
+        return Path(snapshot_download(repo, revision=revision, cache_dir=str(cache), local_files_only=True))
+    except (LocalEntryNotFoundError, FileNotFoundError):
+        pass
     fix = (
         f"download it on a machine with network access ({_download(repo, revision, download_dir)}) "
         f"into this cache, or point HF_HOME (or HF_HUB_CACHE, or --download-dir) at the cache that holds "
         f"it, or pass the model's local folder"
     )
-    if not os.path.isdir(folder):
+    if not os.path.isdir(repo_folder(repo, download_dir)):
         raise HubError(f"{at}: not in the local Hugging Face cache {cache}; {_launch(repo)}. Fix: {fix}.")
-    commit = revision if COMMIT.match(revision) else _ref(folder, revision)
-    if commit is None or not os.path.isdir(folder / "snapshots" / commit):
-        raise HubError(
-            f"{at}: the cache {cache} holds {repo}, but not at revision {revision} ({_cached(folder)}); "
-            f"{_launch(repo)}. Fix: pass a cached revision (--revision, "
-            f"--speculative-draft-model-revision), or {fix}."
-        )
-    return folder / "snapshots" / commit
+    raise HubError(
+        f"{at}: the cache {cache} holds {repo}, but not at revision {revision} ({_cached(repo, cache)}); "
+        f"{_launch(repo)}. Fix: pass a cached revision (--revision, "
+        f"--speculative-draft-model-revision), or {fix}."
+    )
 
 
-def _ref(folder: Path, revision: str) -> str | None:
+def _cached(repo: str, cache: Path) -> str:
+    """The revisions the cache holds of ``repo`` (huggingface_hub's ``scan_cache_dir``), for a
+    message."""
+    from huggingface_hub import scan_cache_dir
+
     try:
-        return (folder / "refs" / revision).read_text().strip() or None
-    except (OSError, ValueError):
-        return None
-
-
-def _cached(folder: Path) -> str:
-    """The revisions a repo's cache folder holds, for a message."""
-    refs = sorted(
-        str(p.relative_to(folder / "refs")) for p in (folder / "refs").rglob("*") if p.is_file()
-    ) if (folder / "refs").is_dir() else []  # fmt: skip
-    snapshots = sorted(p.name[:12] for p in (folder / "snapshots").iterdir()) if (
-        folder / "snapshots"
-    ).is_dir() else []  # fmt: skip
+        found = [r for r in scan_cache_dir(cache).repos if r.repo_id == repo and r.repo_type == "model"]
+    except Exception:  # a cache the scanner cannot read: the message says no more than that
+        found = []
+    refs = sorted(ref for r in found for ref in r.refs)
+    snapshots = sorted(rev.commit_hash[:12] for r in found for rev in r.revisions)
     if not refs and not snapshots:
         return "it holds no snapshot"
     parts = [f"branches {', '.join(refs)}"] if refs else []
