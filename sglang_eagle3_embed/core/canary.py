@@ -26,7 +26,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from sglang_eagle3_embed import WARMUP
-from sglang_eagle3_embed.core.errors import InputError
+from sglang_eagle3_embed.core.errors import InputError, flag
 
 __all__ = [
     "ENV_FILE",
@@ -365,7 +365,7 @@ def settings_differences(expectations: Expectations, server: Mapping) -> list[st
     for name, want in expectations.settings.items():
         have = server.get(name)
         if have is not None and str(have).upper() != str(want).upper():
-            out.append(f"--{name.replace('_', '-')} is {have} on the server, {want} in the expectations")
+            out.append(f"{flag(name)} is {have} on the server, {want} in the expectations")
     if server.get(ADAPTIVE):
         out.append("--speculative-adaptive is on: the server changes its number of steps as it runs")
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from sglang_eagle3_embed.core.errors import positive_int
 from sglang_eagle3_embed.core.model_folder import MTP_MODULES
 
 __all__ = ["Coverage", "absent", "draft_layers", "target_coverage"]
@@ -40,10 +41,10 @@ def target_coverage(text: Mapping, layers: Mapping[int, frozenset[str]]) -> Cove
     ``eh_proj``, ``enorm``, ``hnorm``). None when the config has no positive integer
     ``num_hidden_layers`` (other rules name that)."""
     count = text.get("num_hidden_layers")
-    if type(count) is not int or count < 1:
+    if not positive_int(count):
         return None
     nextn = text.get("num_nextn_predict_layers")
-    nextn = nextn if type(nextn) is int and nextn > 0 else 0
+    nextn = nextn if positive_int(nextn) else 0
     top = max(layers, default=-1) + 1
     missing = absent(max(count, top), layers)
     extra = tuple(i for i in layers if i >= count and not (i < count + nextn and layers[i] & MTP_MODULES))

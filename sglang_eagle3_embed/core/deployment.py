@@ -18,14 +18,9 @@ from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.model_folder import text_config
 from sglang_eagle3_embed.core.overrides import overridden
 
-__all__ = ["EAGLE_FAMILY", "WATCHED", "Deployment", "positive_int", "text_config"]
+__all__ = ["EAGLE_FAMILY", "WATCHED", "Deployment", "text_config"]
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
-
-
-def positive_int(value) -> bool:
-    """A JSON integer above 0 (a JSON ``true`` is not one, though Python counts it as 1)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 WATCHED = (

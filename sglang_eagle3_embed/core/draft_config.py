@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sglang_eagle3_embed.core.conventions import default_of, missing_advice, undeclared_advice
-from sglang_eagle3_embed.core.errors import DraftConfigError, shown
+from sglang_eagle3_embed.core.errors import DraftConfigError, positive_int, shown
 from sglang_eagle3_embed.core.findings import Finding, Severity
 from sglang_eagle3_embed.core.ids import (
     CONVENTION_FIELD,
@@ -249,7 +249,7 @@ def resolve_capture_plan(config: Mapping, num_layers: int) -> CapturePlan:
     Raises :class:`DraftConfigError` for anything that stock SGLang would capture wrongly or
     fail on late: malformed ids, out-of-range ids, a count the draft's fc does not read.
     """
-    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+    if not positive_int(num_layers):
         raise DraftConfigError(
             f"the target's num_hidden_layers (text_config.num_hidden_layers for Kimi-K2.5) is "
             f"{num_layers!r}; expected a positive integer. Without it the plugin cannot tell which "

@@ -2,7 +2,9 @@
 
 A message names what was wrong, what SGLang would have done silently, and the fix. The startup
 rules (:mod:`sglang_eagle3_embed.core.rules`) report the same refusals before any GPU work; the
-model glue raises them at load time, for launches that bypass the launcher's validation.
+model glue raises them at load time, for launches that bypass the launcher's validation. The helpers
+every refusal uses live here too: :func:`flag` (a field's launch flag), :func:`shown` (a user's
+value, cut) and :func:`positive_int` (what counts as a count in a JSON config).
 """
 
 from __future__ import annotations
@@ -18,11 +20,24 @@ __all__ = [
     "RuleError",
     "UnsupportedModeError",
     "ValidationError",
+    "flag",
+    "positive_int",
     "shown",
 ]
 
 SHOWN = 100
 """About how many characters of a user's value a message repeats."""
+
+
+def flag(field: str) -> str:
+    """The launch flag of a ServerArgs field, as SGLang's parser spells it:
+    ``speculative_eagle_topk`` -> ``--speculative-eagle-topk``."""
+    return "--" + field.replace("_", "-")
+
+
+def positive_int(value) -> bool:
+    """A JSON integer above 0 (a JSON ``true`` is not one, though Python counts it as 1)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def shown(value: object, limit: int = SHOWN) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from sglang_eagle3_embed.core.errors import InputError
+from sglang_eagle3_embed.core.errors import InputError, positive_int
 
 __all__ = [
     "CONFIG", "DRAFT_LAYER_PREFIXES", "FC_WEIGHT_NAMES", "INDEX", "LAYER_PREFIX", "MTP_MODULES",
@@ -231,7 +231,7 @@ def _text(config, file: Path, what: str) -> Mapping:
 def integer_field(config, key: str, file, what: str = "", fix: str = "use the model's original config.json"):
     """``key`` of the text config (:func:`text_config`) as a positive integer."""
     value = _text(config, _path(file), what).get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not positive_int(value):
         nested = " in its text_config" if config.get("text_config") is not None else ""
         raise ModelFolderError(file, f"has no integer {key}{nested} (found {value!r})", fix, what)
     return value

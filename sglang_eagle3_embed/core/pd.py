@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.draft_config import TOP_LEVEL, CapturePlan
-from sglang_eagle3_embed.core.errors import DraftConfigError
+from sglang_eagle3_embed.core.errors import DraftConfigError, flag
 from sglang_eagle3_embed.core.findings import NotChecked
 from sglang_eagle3_embed.core.ids import describe_capture_indices
 from sglang_eagle3_embed.core.stock_sglang import reading_of, stock_reading
@@ -45,11 +45,6 @@ __all__ = [
 MODES = ("prefill", "decode")
 PEER = {"prefill": "decode", "decode": "prefill"}
 SPEC_TRIPLE = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
-
-
-def flag(field: str) -> str:
-    """``speculative_eagle_topk`` -> ``--speculative-eagle-topk``."""
-    return "--" + field.replace("_", "-")
 
 
 def pd_mode(d: Deployment) -> str | None:

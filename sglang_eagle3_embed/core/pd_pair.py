@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.deployment import Deployment
+from sglang_eagle3_embed.core.errors import flag
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
-from sglang_eagle3_embed.core.pd import MODES, PEER, SPEC_TRIPLE, Capture, capture_of, flag, pd_mode
+from sglang_eagle3_embed.core.pd import MODES, PEER, SPEC_TRIPLE, Capture, capture_of, pd_mode
 
 __all__ = ["CHECKS", "COMPARED", "PairFinding", "Side", "compare", "pair_verdicts"]
 

@@ -8,9 +8,9 @@ from functools import wraps
 
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.conventions import missing_advice, undeclared_advice
-from sglang_eagle3_embed.core.deployment import Deployment, positive_int
+from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.draft_config import DRAFT_ARCHS, LLAMA_DRAFT, MLA_DRAFT, CapturePlan
-from sglang_eagle3_embed.core.errors import DraftConfigError
+from sglang_eagle3_embed.core.errors import DraftConfigError, positive_int
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
 from sglang_eagle3_embed.core.rule_ids import (
     DRAFT_ARCHITECTURE,

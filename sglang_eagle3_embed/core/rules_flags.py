@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.deployment import EAGLE_FAMILY, Deployment
+from sglang_eagle3_embed.core.errors import flag
 from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.ids import IDS_FIELD
 from sglang_eagle3_embed.core.rule_ids import (
@@ -21,11 +22,6 @@ from sglang_eagle3_embed.core.rule_ids import (
     PLUGIN_INACTIVE,
 )
 from sglang_eagle3_embed.core.rule_registry import Stage, rule
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
 
 # ---------------------------------------------------------------- pre: flags as passed
 
@@ -47,7 +43,7 @@ def _partial_triple(d: Deployment):
         n for n in ("speculative_eagle_topk", "speculative_num_draft_tokens") if d.raw.get(n) is not None
     ]
     if given:
-        passed = " and ".join(f"{_flag(n)} {d.raw[n]}" for n in given)
+        passed = " and ".join(f"{flag(n)} {d.raw[n]}" for n in given)
         yield (
             f"{passed} given without --speculative-num-steps: SGLang stops with a bare "
             f"AssertionError. Pass all three, e.g. --speculative-num-steps 3 "

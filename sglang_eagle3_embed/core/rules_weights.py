@@ -13,8 +13,9 @@ from __future__ import annotations
 from functools import wraps
 
 from sglang_eagle3_embed.core.coverage import absent, target_coverage
-from sglang_eagle3_embed.core.deployment import Deployment, positive_int
+from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.draft_config import CapturePlan, fc_width
+from sglang_eagle3_embed.core.errors import positive_int
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
 from sglang_eagle3_embed.core.model_folder import MTP_MODULES, describe_layers
 from sglang_eagle3_embed.core.rule_ids import (

@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 
 from sglang_eagle3_embed.core.deployment import Deployment
-from sglang_eagle3_embed.core.errors import InputError, PluginInactiveError, ValidationError
+from sglang_eagle3_embed.core.errors import (
+    InputError,
+    PluginInactiveError,
+    ValidationError,
+    flag,
+    positive_int,
+)
 from sglang_eagle3_embed.core.findings import Finding, Severity
 from sglang_eagle3_embed.core.releases import installed_sglang_version, release
 from sglang_eagle3_embed.core.rules import RULES, Stage, evaluate, not_checked, refused
@@ -84,10 +90,6 @@ POSITIVE = {
 field -> what it counts. SGLang's own resolution passes them silently on the CPU."""
 
 
-def _flag(field: str) -> str:
-    return "--" + field.replace("_", "-")
-
-
 def _config_file(args: list[str]) -> str | None:
     """The ``--config`` file among ``args`` (SGLang reads the one after the exact token), checked to
     be a regular file before SGLang opens it: a FIFO would block the check forever."""
@@ -119,12 +121,12 @@ def _check_values(server_args) -> None:
         value = getattr(server_args, name, None)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not positive_int(value):
             if name.startswith("speculative_"):
-                fix = f"{_flag(name)} 1 or more, e.g. {TRIPLE}"
+                fix = f"{flag(name)} 1 or more, e.g. {TRIPLE}"
             else:
-                fix = f"{_flag(name)} 1 or more, or leave it out (SGLang's default)"
-            raise LaunchArgumentsError(f"{_flag(name)} {value}: {what} must be at least 1. Fix: pass {fix}")
+                fix = f"{flag(name)} 1 or more, or leave it out (SGLang's default)"
+            raise LaunchArgumentsError(f"{flag(name)} {value}: {what} must be at least 1. Fix: pass {fix}")
     override = getattr(server_args, "json_model_override_args", None)
     if isinstance(override, str) and override.strip():
         try:
@@ -184,7 +186,7 @@ def locate_models(server_args) -> None:
     from sglang_eagle3_embed.core import hub
 
     download_dir = getattr(server_args, "download_dir", None)
-    for flag, path, revision in (
+    for named, path, revision in (
         ("--model-path", server_args.model_path, getattr(server_args, "revision", None)),
         (
             "--speculative-draft-model-path",
@@ -194,14 +196,14 @@ def locate_models(server_args) -> None:
     ):
         if not path:
             continue
-        folder = hub.locate(path, revision, download_dir, flag)
+        folder = hub.locate(path, revision, download_dir, named)
         try:
             present = os.path.lexists(folder)
         except (OSError, ValueError):
             present = False
         if not present:
             raise InputError(
-                f"{flag} {path}: no such file or folder. Fix: pass the model's folder, or its hub id "
+                f"{named} {path}: no such file or folder. Fix: pass the model's folder, or its hub id "
                 f"(org/name) to read from the local Hugging Face cache"
             )
 
@@ -237,7 +239,7 @@ def check_launch(argv: list[str], gpu: str | None = None) -> Check:
     here = ()
     if machine is not None and ib_devices(server_args):
         named = [
-            f"--{f.replace('_', '-')} {getattr(server_args, f)}"
+            f"{flag(f)} {getattr(server_args, f)}"
             for f in ("disaggregation_ib_device", "mooncake_ib_device")
             if getattr(server_args, f, None)
         ]

@@ -33,7 +33,7 @@ from sglang_eagle3_embed.core.draft_config import (
     fc_width,
     read_draft_ids,
 )
-from sglang_eagle3_embed.core.errors import InputError
+from sglang_eagle3_embed.core.errors import InputError, positive_int
 from sglang_eagle3_embed.core.model_folder import read_config
 from sglang_eagle3_embed.doctor.weights import read_safetensors
 
@@ -163,7 +163,7 @@ def load_draft(folder: Path, device: str = "cpu"):
     fields = ("hidden_size", "vocab_size", "num_attention_heads", "draft_vocab_size", "target_hidden_size")
     if MLA_DRAFT in archs:
         fields += ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
-    missing = [k for k in fields if type(config.get(k)) is not int or config[k] < 1]
+    missing = [k for k in fields if not positive_int(config.get(k))]
     if missing:
         raise InputError(f"{folder}/config.json has no positive integer {', '.join(missing)}")
     weights = {}

@@ -22,7 +22,7 @@ from sglang_eagle3_embed import FAMILY
 from sglang_eagle3_embed.core.atomic import check_writable
 from sglang_eagle3_embed.core.coverage import target_coverage
 from sglang_eagle3_embed.core.draft_config import DRAFT_ARCHS, fc_captures, resolve_capture_plan
-from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
+from sglang_eagle3_embed.core.errors import DraftConfigError, InputError, positive_int
 from sglang_eagle3_embed.core.model_folder import (
     DRAFT_LAYER_PREFIXES,
     FC_WEIGHT_NAMES,
@@ -216,7 +216,7 @@ def check_layers(target: ModelFolder, names=None) -> int:
     else:
         mtp = ""
         nextn = config.get("num_nextn_predict_layers")
-        nextn = nextn if type(nextn) is int and nextn > 0 else 0
+        nextn = nextn if positive_int(nextn) else 0
         if any(i < count + nextn for i in extra):
             allowed = f"layer {count}" if nextn == 1 else f"layers {count}-{count + nextn - 1}"
             mtp = (
@@ -278,7 +278,7 @@ def check_capture(target: ModelFolder, draft: ModelFolder) -> None:
     hidden = text_config(target.config).get("hidden_size")
     fc = fc_in_features(draft.path, "--draft")
     declared = draft.config.get("target_hidden_size")
-    known = fc is not None and isinstance(hidden, int) and hidden > 0 and declared in (None, hidden)
+    known = fc is not None and positive_int(hidden) and declared in (None, hidden)
     if not known or (captures := fc_captures(fc, hidden)) is None:
         return
     where = (

@@ -36,6 +36,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from sglang_eagle3_embed.core.errors import flag
 from sglang_eagle3_embed.testing.engine_run import BUNDLE, CRASH_DIAGNOSTICS_OFF, free_port, summarize
 
 
@@ -44,17 +45,17 @@ def cli_args(kwargs: dict) -> list[str]:
     ``False`` and ``None`` are left out, a list gives one value each, a dict is JSON."""
     out = []
     for key, value in kwargs.items():
-        flag = "--" + key.replace("_", "-")
+        name = flag(key)
         if value is None or value is False:
             continue
         if value is True:
-            out.append(flag)
+            out.append(name)
         elif isinstance(value, (list, tuple)):
-            out += [flag, *map(str, value)]
+            out += [name, *map(str, value)]
         elif isinstance(value, dict):
-            out += [flag, json.dumps(value)]
+            out += [name, json.dumps(value)]
         else:
-            out += [flag, str(value)]
+            out += [name, str(value)]
     return out
 
 

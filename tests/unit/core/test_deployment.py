@@ -22,7 +22,7 @@ def test_the_deployment_reads_its_target_through_it():
 
 
 def test_a_positive_int_is_a_json_integer_above_zero():
-    from sglang_eagle3_embed.core.deployment import positive_int
+    from sglang_eagle3_embed.core.errors import positive_int
 
     assert [positive_int(v) for v in (1, 10**20, 0, -1, True, 1.0, "1", None)] == [
         True, True, False, False, False, False, False, False,
