@@ -27,6 +27,7 @@ from pathlib import Path
 
 from sglang_eagle3_embed import WARMUP
 from sglang_eagle3_embed.core.errors import InputError, flag
+from sglang_eagle3_embed.core.model_folder import kind_of, open_checked
 
 __all__ = [
     "ENV_FILE",
@@ -269,9 +270,6 @@ class Expectations:
         return cls.from_dict(data, f"{where} {path}")
 
 
-_NOT_REGULAR = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
-
-
 def _read_regular(path: Path, where: str) -> str:
     """The text of the regular file ``path``, checked before it is opened and again once open, and
     opened without blocking: a FIFO or a device given as the file is named, never read."""
@@ -279,12 +277,11 @@ def _read_regular(path: Path, where: str) -> str:
     try:
         mode = os.stat(path).st_mode
         if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _NOT_REGULAR if test(mode)), "a device")
-            raise InputError(f"{where} {path}: is {kind}, not an expectations file; {fix}")
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise InputError(f"{where} {path}: is not a regular file; {fix}")
+            raise InputError(f"{where} {path}: is {kind_of(mode)}, not an expectations file; {fix}")
+        f = open_checked(path)
+        if f is None:
+            raise InputError(f"{where} {path}: is not a regular file; {fix}")
+        with f:
             data = f.read()
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise InputError(

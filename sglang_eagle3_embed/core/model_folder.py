@@ -117,12 +117,30 @@ def _stat(path: Path, what: str) -> os.stat_result | None:
 KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
 
 
+def kind_of(mode: int) -> str:
+    """What a path that is not a regular file is, for a message: a folder, a FIFO, a socket or a
+    device."""
+    return next((name for test, name in KINDS if test(mode)), "a device")
+
+
+def open_checked(path):
+    """``path`` opened for reading without blocking (a FIFO given as a file is never read), or
+    None when what was opened is not a regular file (checked again once open: the path may have
+    been replaced since the caller looked). ``OSError`` as ``os.open`` raises it."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        return None
+    return f
+
+
 def _regular(file: Path, what: str) -> os.stat_result:
     st = _stat(file, what)
     if st is None:
         raise ModelFolderError(file, "no such file or folder", "pass the model folder", what)
     if not stat.S_ISREG(st.st_mode):
-        kind = next((name for test, name in KINDS if test(st.st_mode)), "a device")
+        kind = kind_of(st.st_mode)
         raise ModelFolderError(
             file, f"is not a regular file but {kind}", "replace it with the model's file", what
         )
@@ -134,14 +152,12 @@ def _open(file: Path, what: str):
     opened without blocking (a FIFO is never read)."""
     _regular(file, what)
     try:
-        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        f = open_checked(file)
     except OSError as exc:
         raise ModelFolderError(
             file, f"cannot be read ({exc.strerror})", "check its permissions", what
         ) from None
-    f = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        f.close()
+    if f is None:
         raise ModelFolderError(file, "is not a regular file", "replace it with the model's file", what)
     return f
 
