@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from benchmarks.real_pair import capture_map
+from benchmarks.real_pair import PairRecipe, capture_map
 from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.ids import IDS_FIELD
 from sglang_eagle3_embed.core.stock_sglang import stock_reading
@@ -71,7 +71,7 @@ HIDDEN_NORMS = ("input_layernorm", "post_attention_layernorm", "model.norm")
 
 
 @dataclass(frozen=True)
-class KimiPairSpec:
+class KimiPairSpec(PairRecipe):
     """The wide target's text config (Kimi-K2.5's, routed experts cut to ``experts``) and the
     narrow model it is trained as."""
 
@@ -86,25 +86,11 @@ class KimiPairSpec:
     """The draft's trained ids."""
     config_ids: tuple[int, ...] = SEED_CONFIG_IDS
     """The ids its config ships (what stock SGLang reads)."""
-    language_vocab: int = 4096
-    """Tokens the language uses (the first ones of the vocabulary), as ``real_pair``'s."""
-    groups: int = 8
-    embed_std: float = 0.005
-    growth: float = 1.5
-    p_best: float = 0.85
-    steps: int = 1500
-    batch: int = 32
-    seq_len: int = 64
-    lr: float = 5e-4
-    draft_steps: int = 1500
-    draft_lr: float = 5e-4
-    ttt_steps: int = 3
     draft_eps: float = 1e-6
     """The wide draft's RMSNorm epsilon (the narrow one trains with it times ``divisor``)."""
     draft_intermediate: int = 18432
     """The wide draft's MLP width (Kimi-K2.5's dense MLP's)."""
     narrow_draft_intermediate: int = 1152
-    seed: int = 0
 
     @property
     def num_layers(self) -> int:
@@ -115,11 +101,7 @@ class KimiPairSpec:
         shape fields are the narrow config's business)."""
         from sglang_eagle3_embed.doctor.tiny_target import TargetSpec
 
-        return TargetSpec(
-            vocab=self.language_vocab, groups=self.groups, embed_std=self.embed_std, growth=self.growth,
-            p_best=self.p_best, steps=self.steps, batch=self.batch, seq_len=self.seq_len, lr=self.lr,
-            seed=self.seed,
-        )  # fmt: skip
+        return TargetSpec(**self.language())
 
     @classmethod
     def quick(cls) -> KimiPairSpec:

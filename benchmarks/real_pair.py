@@ -92,7 +92,37 @@ _LAYER = re.compile(r"^model\.layers\.(\d+)\.")
 
 
 @dataclass(frozen=True)
-class RealPairSpec:
+class PairRecipe:
+    """The language and the training shared by the real-shape pairs (this one and
+    ``kimi_pair.KimiPairSpec``): the tiny target's language over the first ``language_vocab``
+    tokens, the target's and the draft's training."""
+
+    language_vocab: int = 4096
+    """Tokens the language uses (the first ones of the vocabulary): what the training budget can teach."""
+    groups: int = 8
+    embed_std: float = 0.005
+    growth: float = 1.5
+    p_best: float = 0.85
+    steps: int = 1500
+    batch: int = 32
+    seq_len: int = 64
+    lr: float = 5e-4
+    draft_steps: int = 1500
+    draft_lr: float = 5e-4
+    ttt_steps: int = 3
+    seed: int = 0
+
+    def language(self) -> dict:
+        """The :class:`TargetSpec` fields of the language and the target's training."""
+        return dict(
+            vocab=self.language_vocab, groups=self.groups, embed_std=self.embed_std, growth=self.growth,
+            p_best=self.p_best, steps=self.steps, batch=self.batch, seq_len=self.seq_len, lr=self.lr,
+            seed=self.seed,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RealPairSpec(PairRecipe):
     """The pair's shape and training; the defaults are DeepSeek-V2-Lite's shape on 27 layers."""
 
     hidden: int = 2048
@@ -113,23 +143,9 @@ class RealPairSpec:
     """The deep target's layers."""
     trained_layers: int = 3
     """The shallow target's layers (the first ``first_k_dense`` dense, the rest MoE)."""
-    language_vocab: int = 4096
-    """Tokens the language uses (the first ones of ``vocab``): what the training budget can teach."""
-    groups: int = 8
-    embed_std: float = 0.005
-    growth: float = 1.5
-    p_best: float = 0.85
-    steps: int = 1500
-    batch: int = 32
-    seq_len: int = 64
-    lr: float = 5e-4
-    draft_steps: int = 1500
     draft_batch: int = 32
-    draft_lr: float = 5e-4
-    ttt_steps: int = 3
     save_dtype: str = "bfloat16"
     """The deep target's weights on disk (bf16 halves 63 GB of fp32; the check runs before the cast)."""
-    seed: int = 0
 
     @classmethod
     def quick(cls) -> RealPairSpec:
@@ -144,11 +160,9 @@ class RealPairSpec:
     def target_spec(self) -> TargetSpec:
         """The tiny target's spec for the shallow target: its language and training recipe."""
         return TargetSpec(
-            num_layers=self.trained_layers, hidden=self.hidden, vocab=self.language_vocab,
-            heads=self.heads, experts=self.experts, kv_lora_rank=self.kv_lora_rank,
-            qk_rope=self.qk_rope, qk_nope=self.qk_nope, v_head=self.v_head, groups=self.groups,
-            embed_std=self.embed_std, growth=self.growth, p_best=self.p_best, steps=self.steps,
-            batch=self.batch, seq_len=self.seq_len, lr=self.lr, seed=self.seed,
+            num_layers=self.trained_layers, hidden=self.hidden, heads=self.heads, experts=self.experts,
+            kv_lora_rank=self.kv_lora_rank, qk_rope=self.qk_rope, qk_nope=self.qk_nope, v_head=self.v_head,
+            **self.language(),
         )  # fmt: skip
 
     def shallow_config(self):
