@@ -264,11 +264,7 @@ def _save_shard(tensors: dict, path: Path) -> str:
 
     tmp = path.with_suffix(".tmp")
     save_file(tensors, str(tmp), metadata={"format": "pt"})
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    cache.fsync(tmp)
     digest = cache.file_digest(tmp)  # read back from the page cache it was just written to
     os.replace(tmp, path)
     path.with_name(path.name + DIGEST).write_text(digest)
@@ -317,8 +313,6 @@ def write_target(
                 resumed += 1
                 continue
             tensors = {k: v.contiguous().cpu() for k, v in make().items()}
-            for done in [f for f, future in pending.items() if future.done()]:
-                digests[done] = pending.pop(done).result()
             while len(pending) >= 2:  # at most two shards in memory besides the one being built
                 first = next(iter(pending))
                 digests[first] = pending.pop(first).result()

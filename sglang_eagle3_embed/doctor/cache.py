@@ -28,7 +28,7 @@ from pathlib import Path
 from sglang_eagle3_embed.core.errors import InputError
 
 __all__ = [
-    "MANIFEST", "CacheError", "clean_stale", "ensure", "file_digest", "manifest_digest", "not_a_folder",
+    "MANIFEST", "CacheError", "clean_stale", "ensure", "file_digest", "fsync", "manifest_digest", "not_a_folder",
     "origin_problem", "publish", "temporary", "verify", "writable", "write_origin",
 ]  # fmt: skip
 
@@ -51,7 +51,8 @@ def file_digest(file: Path) -> str:
     return h.hexdigest()
 
 
-def _fsync(path: Path) -> None:
+def fsync(path: Path) -> None:
+    """Flush ``path`` (a file or a folder) to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -253,13 +254,13 @@ def publish(tmp: Path, folder: Path, known: dict[str, str] | None = None) -> Non
     files = sorted(p for p in tmp.iterdir() if p.is_file() and p.name != MANIFEST)
     for file in files:
         if file.name not in known:
-            _fsync(file)
+            fsync(file)
     manifest = {
         p.name: {"size": p.stat().st_size, "sha256": known.get(p.name) or file_digest(p)} for p in files
     }
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
-    _fsync(tmp / MANIFEST)
-    _fsync(tmp)
+    fsync(tmp / MANIFEST)
+    fsync(tmp)
     try:
         tmp.rename(folder)
     except OSError:
@@ -267,7 +268,7 @@ def publish(tmp: Path, folder: Path, known: dict[str, str] | None = None) -> Non
             raise
         shutil.rmtree(tmp, ignore_errors=True)
         return
-    _fsync(folder.parent)
+    fsync(folder.parent)
 
 
 def _alive(pid: int) -> bool:

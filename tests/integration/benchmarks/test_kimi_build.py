@@ -154,6 +154,14 @@ def test_the_drafts_configs_are_the_seeds_and_the_fix(built):
     assert shipped["num_attention_heads"] == SPEC.text["num_attention_heads"]
 
 
+def _stopped_build(out, module, name: str, stopping) -> None:
+    """A build into ``out`` stopped by ``stopping`` (put in place of ``module.name``)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, name, stopping)
+        with pytest.raises(KeyboardInterrupt):
+            kimi_build.build(out, SPEC, "cpu", log=lambda *_: None)
+
+
 def test_a_stopped_build_resumes_its_shards_and_rebuilds_the_same_bytes(built, tmp_path):
     """A build stopped after some target shards resumes them (not rewritten) and publishes the
     target with the same manifest as an uninterrupted build."""
@@ -166,12 +174,7 @@ def test_a_stopped_build_resumes_its_shards_and_rebuilds_the_same_bytes(built, t
                 raise KeyboardInterrupt("stopped")
             yield name, make
 
-    kimi_build.target_shards = stopping
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            kimi_build.build(out, SPEC, "cpu", log=lambda *_: None)
-    finally:
-        kimi_build.target_shards = shards
+    _stopped_build(out, kimi_build, "target_shards", stopping)
     partial = out / f"target{kimi_build.PARTIAL}"
     kept = {p.name: p.stat().st_mtime_ns for p in partial.glob("*.safetensors")}
     assert len(kept) == 4
@@ -194,12 +197,7 @@ def test_a_build_stopped_while_publishing_the_target_keeps_its_shards(built, tmp
             raise KeyboardInterrupt("stopped")
         return publish(tmp, folder, known)
 
-    cache.publish = stopping
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            kimi_build.build(out, SPEC, "cpu", log=lambda *_: None)
-    finally:
-        cache.publish = publish
+    _stopped_build(out, cache, "publish", stopping)
     lines = []
     result = kimi_build.build(out, SPEC, "cpu", reuse=True, log=lines.append)
     assert any("0 written, 9 resumed" in line for line in lines), lines
