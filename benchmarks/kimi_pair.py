@@ -75,7 +75,7 @@ class KimiPairSpec(PairRecipe):
     """The wide target's text config (Kimi-K2.5's, routed experts cut to ``experts``) and the
     narrow model it is trained as."""
 
-    text: dict = field(default_factory=lambda: dict(REAL_TEXT))
+    text: dict = field(default_factory=lambda: copy.deepcopy(REAL_TEXT))
     experts: int = 8
     """Routed experts kept (Kimi-K2.5 has 384); with top-8 routing every token still runs 8."""
     divisor: int = 16
@@ -122,7 +122,13 @@ class KimiPairSpec(PairRecipe):
     def wide_config(self):
         from transformers import DeepseekV3Config
 
-        text = {k: v for k, v in self.text.items() if k not in ("architectures", "model_type", "torch_dtype")}
+        # a deep copy: transformers standardizes ``rope_scaling`` in place, and the spec is recorded
+        # in every built folder, where a later build compares it with its own
+        text = {
+            k: copy.deepcopy(v)
+            for k, v in self.text.items()
+            if k not in ("architectures", "model_type", "torch_dtype")
+        }
         return DeepseekV3Config(
             **{**text, "n_routed_experts": self.experts, "num_experts_per_tok": self.experts}
         )

@@ -3,6 +3,9 @@ embedded into the real structure computes what it computes (every hidden state, 
 residual-stream norms' epsilon is what makes it exact, and the trained layers are placed so that
 the seed's draft reads trained tensors where stock SGLang reads others."""
 
+import copy
+from dataclasses import asdict
+
 import pytest
 import torch
 
@@ -167,3 +170,14 @@ def test_routed_experts_are_written_as_kimi_k25_ships_them():
             error = (back[f"{base}.{proj}.weight"] - weight).abs().max().item()
             assert error <= weight.abs().max().item() / 7.5, (proj, error)
         assert not back[f"{base}.down_proj.weight"].any(), "an inserted layer's experts write nothing"
+
+
+@pytest.mark.parametrize("make", [KimiPairSpec.quick, KimiPairSpec], ids=["quick", "real"])
+def test_the_models_configs_leave_the_spec_as_it_was(make):
+    # the spec is recorded in every built folder and compared with the next build's: a spec changed
+    # by building the configs rebuilt the 110-second narrow model on every reuse
+    spec, real_text = make(), copy.deepcopy(REAL_TEXT)
+    spec.narrow_config(5)
+    spec.wide_config()
+    assert asdict(spec) == asdict(make())
+    assert real_text == REAL_TEXT
