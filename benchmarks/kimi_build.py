@@ -154,8 +154,10 @@ def wide_draft_config(spec: KimiPairSpec, ids) -> dict:
     config = draft_config_dict(
         text.hidden_size, text.vocab_size, text.num_attention_heads, list(ids), text.hidden_size
     )
+    # the target's context: SGLang refuses a draft whose derived context is shorter
+    # (``srt/configs/model_config.py:1314``)
     return {**config, "rms_norm_eps": spec.draft_eps, "intermediate_size": spec.draft_intermediate,
-            "torch_dtype": "bfloat16"}  # fmt: skip
+            "max_position_embeddings": text.max_position_embeddings, "torch_dtype": "bfloat16"}  # fmt: skip
 
 
 def widen_draft_tensor(name: str, t: torch.Tensor, h: int, shape) -> torch.Tensor:
@@ -291,7 +293,7 @@ def write_target(
     from safetensors.torch import save_file
 
     from sglang_eagle3_embed.core.model_folder import DTYPE_BITS, safetensors_header
-    from sglang_eagle3_embed.doctor.kimi import _write_processor, kimi_config, vision_weights
+    from sglang_eagle3_embed.doctor.kimi import kimi_config, vision_weights, write_serving_files
     from sglang_eagle3_embed.doctor.quantized import int4_config
     from sglang_eagle3_embed.doctor.tokenizer import write_tokenizer
 
@@ -339,7 +341,7 @@ def write_target(
     (tmp / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
     (tmp / "config.json").write_text(json.dumps(config, indent=2))
     write_tokenizer(tmp, spec.text["vocab_size"])
-    _write_processor(tmp)
+    write_serving_files(tmp)
     return digests
 
 

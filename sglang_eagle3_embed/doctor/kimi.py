@@ -22,6 +22,7 @@ Text-only requests are served; the processor refuses images.
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from importlib import resources
@@ -31,8 +32,8 @@ from sglang_eagle3_embed.doctor import cache
 from sglang_eagle3_embed.doctor.tokenizer import TOKENIZER_FILES
 
 __all__ = [
-    "KIMI_ARCH", "REAL_TEXT", "REAL_VISION", "TINY_VISION", "build_kimi_pair", "kimi_config",
-    "write_config_only_kimi", "write_kimi_target",
+    "CHAT_TEMPLATE", "KIMI_ARCH", "REAL_TEXT", "REAL_VISION", "TINY_VISION", "build_kimi_pair", "kimi_config",
+    "write_config_only_kimi", "write_kimi_target", "write_serving_files",
 ]  # fmt: skip
 
 KIMI_ARCH = "KimiK25ForConditionalGeneration"
@@ -94,7 +95,9 @@ def kimi_folder_name(text_folder: Path) -> str:
 
 
 def kimi_config(text_config: dict, vision: dict | None = None) -> dict:
-    """The wrapper's ``config.json`` around a DeepSeek-V3 ``text_config``."""
+    """The wrapper's ``config.json`` around a DeepSeek-V3 ``text_config`` (copied: the config owns
+    its nested dicts, so nothing that parses it changes the caller's)."""
+    text_config = copy.deepcopy(text_config)
     vision = {**(vision or TINY_VISION), "text_hidden_size": text_config["hidden_size"]}
     vocab = text_config["vocab_size"]
     return {
@@ -120,7 +123,10 @@ def vision_weights(config: dict, seed: int = 0) -> dict:
     from sglang_eagle3_embed.doctor import sglang_cpu
 
     sglang_cpu.init()
-    parsed = KimiK25Config(**{k: v for k, v in config.items() if k not in ("architectures", "model_type")})
+    # parsed from a copy: transformers standardizes ``rope_scaling`` in place, and ``config`` is
+    # written to the folder as it is
+    fields = {k: v for k, v in config.items() if k not in ("architectures", "model_type")}
+    parsed = KimiK25Config(**copy.deepcopy(fields))
     torch.manual_seed(seed)
     modules = {
         "vision_tower": MoonViT3dPretrainedModel(parsed.vision_config, prefix="vision_tower"),
@@ -137,7 +143,23 @@ def vision_weights(config: dict, seed: int = 0) -> dict:
     return weights
 
 
-def _write_processor(folder: Path) -> None:
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{% if not loop.first %} {% endif %}"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for part in m['content'] if part['type'] == 'text' %}{% if not loop.first %} {% endif %}"
+    "{{ part['text'] }}{% endfor %}"
+    "{% endif %}{% endfor %}"
+)
+"""The text of the messages and of their text parts, joined by spaces (the language has no role or turn tokens). SGLang's
+start-up warm-up of a VLM sends a chat completion with an image whenever the tokenizer is loaded
+(``srt/entrypoints/http_server.py:2400-2403``) and the server exits when the tokenizer has no
+template; the real checkpoint ships one. Images are left out of the prompt: the text model serves
+text only."""
+
+
+def write_serving_files(folder: Path) -> None:
+    """What a server needs beside the weights, config and tokenizer (written first) of a Kimi
+    folder: the processor (remote code) and the chat template in ``tokenizer_config.json``."""
     # package data, not a module: it runs in the server's process as the checkpoint's remote code
     source = resources.files("sglang_eagle3_embed.doctor").joinpath(PROCESSOR_SOURCE).read_text()
     (folder / f"{PROCESSOR_MODULE}.py").write_text(source)
@@ -147,6 +169,9 @@ def _write_processor(folder: Path) -> None:
         "media_proc_cfg": MEDIA_PROC_CFG,
     }
     (folder / "processor_config.json").write_text(json.dumps(processor, indent=2))
+    tokenizer_config = folder / "tokenizer_config.json"
+    config = {**json.loads(tokenizer_config.read_text()), "chat_template": CHAT_TEMPLATE}
+    tokenizer_config.write_text(json.dumps(config, indent=2))
 
 
 BUILT_FROM = "built_from.json"
@@ -174,7 +199,7 @@ def write_kimi_target(text_folder: Path, out_folder: Path, seed: int = 0) -> Pat
         for name in (*TOKENIZER_FILES, "tiny_target_spec.json"):
             if (text_folder / name).exists():
                 shutil.copy(text_folder / name, tmp / name)
-        _write_processor(tmp)
+        write_serving_files(tmp)
 
     return cache.ensure(
         out_folder, build, check=lambda: cache.origin_problem(out_folder, BUILT_FROM, text_folder)
@@ -191,7 +216,7 @@ def write_config_only_kimi(folder: Path, num_layers: int) -> Path:
     config = kimi_config({**REAL_TEXT, "num_hidden_layers": num_layers}, REAL_VISION)
     (folder / "config.json").write_text(json.dumps(config, indent=2))
     write_tokenizer(folder, REAL_TEXT["vocab_size"])
-    _write_processor(folder)
+    write_serving_files(folder)
     return folder
 
 

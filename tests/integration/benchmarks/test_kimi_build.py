@@ -154,6 +154,14 @@ def test_the_drafts_configs_are_the_seeds_and_the_fix(built):
     assert shipped["num_attention_heads"] == SPEC.text["num_attention_heads"]
 
 
+@pytest.mark.parametrize("spec", [SPEC, KimiPairSpec()], ids=["quick", "real"])
+def test_the_wide_draft_covers_the_targets_context(spec):
+    # SGLang derives a draft's context from its own config and exits at start-up when the
+    # target's is longer (srt/configs/model_config.py:1314)
+    config = kimi_build.wide_draft_config(spec, spec.config_ids)
+    assert config["max_position_embeddings"] >= spec.text["max_position_embeddings"]
+
+
 def _stopped_build(out, module, name: str, stopping) -> None:
     """A build into ``out`` stopped by ``stopping`` (put in place of ``module.name``)."""
     with pytest.MonkeyPatch.context() as patch:
