@@ -63,26 +63,16 @@ def pytest_runtest_makereport(item, call):
     if MEASURE and report.when == "call" and not report.skipped:
         fixtures = [d for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs]
         ran = sglang_touch.ran_sglang(item.nodeid, [sglang_touch.fixture_key(d) for d in fixtures])
-        marked = item.get_closest_marker("releases") is not None
-        if marked and item.nodeid in PENDING:
-            FINDINGS.append(f"{LISTED}{item.nodeid}")
-        elif ran and not marked:
-            FINDINGS.append(f"{PENDING_RUN if item.nodeid in PENDING else UNMARKED}{item.nodeid} ({ran})")
+        marked = any(item.get_closest_marker(m) for m in ("releases", "pinned_release"))
+        if ran and not marked:
+            FINDINGS.append(f"{UNMARKED}{item.nodeid} ({ran})")
         elif marked and not ran:
             FINDINGS.append(f"{IDLE}{item.nodeid}")
 
 
 UNMARKED = "runs SGLang's code, not marked `releases` (add @pytest.mark.releases): "
-LISTED = "marked `releases` and still in tests/support/releases_pending.txt (remove it there): "
-PENDING_RUN = "runs SGLang's code, pending in tests/support/releases_pending.txt: "
 IDLE = "marked `releases`, ran none of SGLang's code this time (a cached value may hide it): "
-FAILING = (UNMARKED, LISTED)
-PENDING = frozenset(
-    line
-    for line in (Path(__file__).parent / "support" / "releases_pending.txt").read_text().splitlines()
-    if line and not line.startswith("#")
-)
-"""Tests that run SGLang's code and wait to be marked (the file says why); the list only shrinks."""
+FAILING = (UNMARKED,)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -106,14 +96,13 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_terminal_summary(terminalreporter):
     if FINDINGS and not os.environ.get("PYTEST_XDIST_WORKER"):
         failing = sorted({f for f in FINDINGS if f.startswith(FAILING)})
-        listed = sum(f.startswith(PENDING_RUN) for f in FINDINGS)
         idle = sum(f.startswith(IDLE) for f in FINDINGS)
         terminalreporter.section("tests and SGLang's code (tests/support/sglang_touch.py)", red=bool(failing))
         for line in failing:
             terminalreporter.write_line(line)
         terminalreporter.write_line(
-            f"{listed} tests of tests/support/releases_pending.txt ran SGLang's code; {idle} marked tests "
-            f"ran none this time (EAGLE3_EMBED_SGLANG_TOUCH_VERBOSE=1 lists them)"
+            f"{idle} marked tests ran none of SGLang's code this time "
+            f"(EAGLE3_EMBED_SGLANG_TOUCH_VERBOSE=1 lists them)"
         )
         if os.environ.get("EAGLE3_EMBED_SGLANG_TOUCH_VERBOSE"):
             for line in sorted(set(FINDINGS) - set(failing)):

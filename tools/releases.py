@@ -64,7 +64,7 @@ def run(version: str, extra: list[str], pair_cache: Path) -> int:
         sys.exit(f"the overlay of {version} reads as sglang {check.stdout.strip()}")
     print(f"== SGLang {version}: the tests marked `releases`", flush=True)
     command = [
-        sys.executable, "-m", "pytest", "-n", "2", "-m", "releases", "-q", "tests/unit", "tests/integration", *extra,
+        sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadscope", "-m", "releases", "-q", "tests/unit", "tests/integration", *extra,
     ]  # fmt: skip
     return subprocess.run(command, env=env, cwd=ROOT, check=False).returncode
 

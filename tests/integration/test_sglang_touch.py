@@ -30,6 +30,10 @@ def test_unmarked_runs():
 def test_marked_runs():
     _sglang()
 
+@pytest.mark.pinned_release
+def test_pinned_runs():
+    _sglang()
+
 def test_unmarked_plain():
     pass
 
@@ -84,7 +88,7 @@ def test_tests_that_run_sglang_unmarked_fail_the_run(tmp_path):
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     out = done.stdout
-    assert done.returncode == 1 and "10 passed" in out, out[-3000:] + done.stderr[-2000:]
+    assert done.returncode == 1 and "11 passed" in out, out[-3000:] + done.stderr[-2000:]
     flagged = {
         line.rsplit("::", 1)[1].split(" ")[0]
         for line in out.splitlines()

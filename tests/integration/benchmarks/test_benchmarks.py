@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from sglang_eagle3_embed.core.releases import installed_sglang_version
 from tests.support import ROOT, cli
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -33,6 +34,7 @@ def result(folder: Path, name: str) -> dict:
     return json.loads((folder / f"{name}.json").read_text())
 
 
+@pytest.mark.releases
 def test_startup_cost_quick(tmp_path):
     out = bench("startup_cost.py", "--quick", "--results", tmp_path).stdout
     r = result(tmp_path, "startup_cost")
@@ -46,9 +48,10 @@ def test_startup_cost_quick(tmp_path):
         assert r[key]["median"] > 0 and r[key]["n"] == 3, key
     assert r["plugin_import_in_sglang_ms"] > 0 and r["plugin_register_ms"] > 0
     assert r["check_cli_s"] is None  # full runs only
-    assert "what the plugin adds" in out and r["env"]["sglang"] == "0.5.23"
+    assert "what the plugin adds" in out and r["env"]["sglang"] == installed_sglang_version()
 
 
+@pytest.mark.releases
 def test_probe_throughput_quick(tiny_pair, tmp_path):
     pair = ["--target", tiny_pair.target, "--draft", tiny_pair.draft]
     out = bench(
@@ -67,6 +70,7 @@ def test_probe_throughput_quick(tiny_pair, tmp_path):
     assert "| sglang-cpu |" in out.stdout
 
 
+@pytest.mark.releases
 def test_capture_overhead_quick(tiny_pair, tmp_path):
     """SGLang's DeepSeek forward on the CPU: the three captures are what they claim to be."""
     args = ("--quick", "--threads", 1, "--target", tiny_pair.target, "--results", tmp_path)
@@ -174,6 +178,7 @@ def test_gpu_all_plan():
     assert "capture_overhead" not in only and "speedup" in only
 
 
+@pytest.mark.releases
 def test_speedup_servers_resolve_in_sglang(tmp_path):
     """The five servers of speedup.py go through SGLang's own resolution (here on the CPU), with the
     plugin's startup validator: chains of n steps keep n + 1 draft tokens, the tree keeps its 8,
@@ -206,6 +211,7 @@ def test_speedup_servers_resolve_in_sglang(tmp_path):
     }
 
 
+@pytest.mark.pinned_release
 def test_gpu_capture_workers_resolve_in_sglang(tmp_path):
     """The GPU workers' ServerArgs go through SGLang's own resolution (here on the CPU): capture-only
     mode for stock and plugin, with the captures the worker is told to expect."""
@@ -233,11 +239,11 @@ def test_gpu_capture_workers_resolve_in_sglang(tmp_path):
         assert resolution_result(server_args, "return_aux_hidden_state_layer_ids") == layer_ids
 
 
+@pytest.mark.releases
 def test_wide_config_builds_in_sglang(tmp_path):
     """The realistic-width config builds SGLang's DeepseekV3ForCausalLM (on the meta device: no
     memory, a few seconds), as the GPU worker does with --load-format dummy: SGLang reads attributes
     that DeepseekV3Config lacks (moe_layer_freq)."""
-    import copy
 
     import torch
     from sglang.srt.models.deepseek_v2 import DeepseekV3ForCausalLM
@@ -250,7 +256,7 @@ def test_wide_config_builds_in_sglang(tmp_path):
     config = AutoConfig.from_pretrained(co.write_wide_config(tmp_path / "wide"))
     assert config.architectures == ["DeepseekV3ForCausalLM"] and config.torch_dtype == torch.bfloat16
     with torch.device("meta"):
-        model = DeepseekV3ForCausalLM(copy.deepcopy(config), quant_config=None)
+        model = sglang_cpu.build(DeepseekV3ForCausalLM, config)
     layers = model.model.layers
     assert len(layers) == 4 and model.config.hidden_size == 7168
     assert [layer.is_layer_sparse for layer in layers] == [False, True, True, True]
@@ -347,6 +353,7 @@ def test_step_times_renders_measured_and_derived_figures(tmp_path):
     assert bench("step_times.py", "--quick", check=False).returncode == 2  # --quick only renders
 
 
+@pytest.mark.releases
 @pytest.mark.parametrize("model", ["kimi-k25", "v2-lite"])
 def test_step_times_launches_pass_the_plugins_checks(model, tmp_path):
     """The real-width launches the benchmark makes, through the plugin's own pre-flight check."""
@@ -477,6 +484,7 @@ def test_real_speedup_sizes_timed_runs_and_interpolates_step_times():
     assert rs.step_ratio(steps, 64) is None
 
 
+@pytest.mark.releases
 def test_real_speedup_servers_resolve_in_sglang(tmp_path):
     """Its four servers go through SGLang's own resolution (on the CPU): speedup.py's settings with
     one server's memory; only the nested draft's servers select the plugin."""
@@ -502,6 +510,7 @@ def test_real_speedup_servers_resolve_in_sglang(tmp_path):
     }
 
 
+@pytest.mark.releases
 def test_the_kimi_suite_serves_the_seeds_launch_lines_as_sglang_resolves_them(tmp_path):
     """The Kimi-K2.5 pair's servers through SGLang's own resolution (on the CPU): the seed's flags
     (1 step, top-k 1, 16 draft tokens) are served as 2 draft tokens, silently; only the corrected

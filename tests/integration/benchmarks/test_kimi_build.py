@@ -34,6 +34,7 @@ def built(tmp_path_factory):
     return {name: out / name for name in result["folders"]} | {"result": result, "out": out}
 
 
+@pytest.mark.releases
 def test_the_target_is_kimi_k25_with_int4_experts_one_shard_per_layer(built):
     folder = built["target"]
     config = json.loads((folder / "config.json").read_text())
@@ -84,6 +85,7 @@ def as_written(narrow):
     return ref
 
 
+@pytest.mark.releases
 def test_sglangs_kimi_k25_captures_what_the_narrow_model_computes(built, sglang_cpu):
     """SGLang's Kimi-K2.5 class (the plugin's) on the folder: the plugin's capture of the trained ids
     equals the narrow model's states at the trained layers, zero beyond the narrow width, and stock
@@ -126,6 +128,7 @@ def test_sglangs_kimi_k25_captures_what_the_narrow_model_computes(built, sglang_
         assert gap > 0.1, f"position {k}: stock reads the trained tensor (relative difference {gap:.3f})"
 
 
+@pytest.mark.releases
 def test_the_wide_draft_computes_what_the_narrow_draft_computes(built):
     narrow, _ = load_draft(built["narrow-draft"])
     wide, _ = load_draft(built["draft"])
@@ -145,6 +148,7 @@ def test_the_wide_draft_computes_what_the_narrow_draft_computes(built):
     assert torch.allclose(got, want, atol=1e-4), (got - want).abs().max()
 
 
+@pytest.mark.releases
 def test_the_drafts_configs_are_the_seeds_and_the_fix(built):
     shipped = json.loads((built["draft"] / "config.json").read_text())
     fixed = json.loads((built["draft-fixed"] / "config.json").read_text())
@@ -170,6 +174,7 @@ def _stopped_build(out, module, name: str, stopping) -> None:
             kimi_build.build(out, SPEC, "cpu", log=lambda *_: None)
 
 
+@pytest.mark.releases
 def test_a_stopped_build_resumes_its_shards_and_rebuilds_the_same_bytes(built, tmp_path):
     """A build stopped after some target shards resumes them (not rewritten) and publishes the
     target with the same manifest as an uninterrupted build."""
@@ -218,6 +223,7 @@ def test_the_trained_layers_are_placed_for_the_quick_spec():
     assert kimi_build.narrow_ids(SPEC) == [-1, 1, 3]
 
 
+@pytest.mark.releases
 def test_real_speedup_serves_the_built_folder_with_the_kimi_suite(built, tmp_path):
     from benchmarks import configs, real_speedup
 

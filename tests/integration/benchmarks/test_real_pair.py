@@ -127,6 +127,7 @@ def test_a_non_zero_output_projection_breaks_the_equivalence(shallow, tokens, pl
     assert result["logits"] > 0 and result["hidden"] > 0 and not result["exact"]
 
 
+@pytest.mark.releases
 def test_sglang_runs_the_deep_target_and_captures_the_drafts_tensors(quick, sglang_cpu, tokens):
     """SGLang's own DeepSeek forward on the deep folder: the plugin's captures of ``[-1, a, b]``
     are the HF target's tensors there, and stock SGLang's defaults capture other ones."""

@@ -139,6 +139,7 @@ BAD_PROBES = {
 }
 
 
+@pytest.mark.releases
 @pytest.mark.parametrize("what", list(BAD_PROBES))
 def test_probe_refuses_bad_input_with_exit_2_and_what_to_do(tiny_pair, tmp_path, what):
     target, draft, extra = broken(tiny_pair, tmp_path, what)
@@ -158,6 +159,7 @@ def check_folders(tmp_path, scenario):
     return materialize(scenario, tmp_path)
 
 
+@pytest.mark.releases
 @pytest.mark.parametrize(
     ("damage", "expected"),
     [
@@ -188,6 +190,7 @@ def test_check_reports_a_damaged_draft_checkpoint_as_a_finding(tmp_path, damage,
     assert expected in json.dumps(report["findings"])
 
 
+@pytest.mark.releases
 def test_check_without_a_target_layer_count_reports_it_and_checks_nothing_it_cannot(tmp_path):
     from sglang_eagle3_embed.testing.rule_examples import DELETE, Scenario
 
@@ -201,6 +204,7 @@ def test_check_without_a_target_layer_count_reports_it_and_checks_nothing_it_can
     assert rules["draft-ids-range"] == "not checked"
 
 
+@pytest.mark.releases
 def test_check_with_an_unknown_flag_prints_json_and_no_usage(tmp_path):
     from sglang_eagle3_embed.testing.rule_examples import Scenario
 
@@ -211,6 +215,7 @@ def test_check_with_an_unknown_flag_prints_json_and_no_usage(tmp_path):
     assert "--no-such-flag" in report["error"] and len(err.splitlines()) < 5
 
 
+@pytest.mark.releases
 def test_check_names_a_missing_local_draft_folder(tmp_path):
     """A model path that names nothing is bad input (exit 2), not a finding about the deployment."""
     from sglang_eagle3_embed.testing.rule_examples import Scenario
@@ -304,6 +309,7 @@ def test_canary_keeps_the_contract_on_any_expectations_file(tmp_path_factory, ex
     assert code == 2
 
 
+@pytest.mark.releases
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(extra=FLAGS, draft=messy_draft_config(), json_flag=st.booleans())
 def test_check_keeps_the_contract_on_any_flags_and_draft(tmp_path_factory, extra, draft, json_flag):

@@ -273,6 +273,7 @@ def target_damage():
 # ------------------------------------------------------------------ check: folders
 
 
+@pytest.mark.releases
 def test_check_passes_the_shipped_pair(tmp_path, capfd, warm_check):
     """The base of every example: the undamaged pair is healthy to the command and to the code's
     own reading, every rule checked."""
@@ -299,6 +300,7 @@ def check_folders(tmp_path_factory, capfd, target_damage, draft_damage, weights,
     assert_not_healthy(reading, code, out, as_json, target_damage, draft_damage, weights)
 
 
+@pytest.mark.releases
 @sweep(50)
 @given(
     damage=st.tuples(st.none() | target_damage(), st.none() | draft_damage(), st.none() | weights_damage()),
@@ -308,24 +310,28 @@ def test_check_keeps_the_contract_on_damaged_folders(tmp_path_factory, capfd, wa
     check_folders(tmp_path_factory, capfd, *damage, as_json)
 
 
+@pytest.mark.releases
 @sweep(40)
 @given(damage=draft_damage(), as_json=st.booleans())
 def test_check_flags_every_broken_draft_config(tmp_path_factory, capfd, warm_check, damage, as_json):
     check_folders(tmp_path_factory, capfd, None, damage, None, as_json)
 
 
+@pytest.mark.releases
 @sweep(30)
 @given(damage=target_damage(), as_json=st.booleans())
 def test_check_flags_every_broken_target_config(tmp_path_factory, capfd, warm_check, damage, as_json):
     check_folders(tmp_path_factory, capfd, damage, None, None, as_json)
 
 
+@pytest.mark.releases
 @sweep(35)
 @given(damage=weights_damage(), as_json=st.booleans())
 def test_check_flags_every_damaged_draft_checkpoint(tmp_path_factory, capfd, warm_check, damage, as_json):
     check_folders(tmp_path_factory, capfd, None, None, damage, as_json)
 
 
+@pytest.mark.releases
 @sweep(25)
 @given(target=st.sampled_from(PATH_KINDS), draft=st.sampled_from(PATH_KINDS), as_json=st.booleans())
 def test_check_keeps_the_contract_on_any_path(tmp_path_factory, capfd, warm_check, target, draft, as_json):
@@ -425,6 +431,7 @@ def launch_reading(argv: list[str], target: Path, draft: Path) -> dict[str, Seve
     return code_reading(target, draft_path, raw, parse_overrides(raw.get("json_model_override_args")))
 
 
+@pytest.mark.releases
 @sweep(80)
 @given(edits=st.lists(EDITS, min_size=1, max_size=3, unique_by=edited), as_json=st.booleans())
 def test_check_keeps_the_contract_on_any_arguments(tmp_path_factory, capfd, warm_check, edits, as_json):
@@ -716,6 +723,7 @@ FIXED_FOLDERS = {
 }  # fmt: skip
 
 
+@pytest.mark.releases
 @pytest.mark.parametrize("case", list(FIXED_FOLDERS))
 def test_check_reports_what_the_sweep_found_in_folders(tmp_path, capfd, warm_check, case):
     target_damage, draft_damage, weights, expected = FIXED_FOLDERS[case]
@@ -738,6 +746,7 @@ FIXED_PATHS = {
 }
 
 
+@pytest.mark.releases
 @pytest.mark.parametrize("case", list(FIXED_PATHS))
 def test_check_reports_what_the_sweep_found_in_paths(tmp_path, capfd, warm_check, case):
     target, draft = fresh(tmp_path)
@@ -776,6 +785,7 @@ FIXED_ARGUMENTS = {
 }  # fmt: skip
 
 
+@pytest.mark.releases
 @pytest.mark.parametrize("case", list(FIXED_ARGUMENTS))
 def test_check_refuses_what_the_sweep_found_in_arguments(tmp_path, capfd, warm_check, case):
     target, draft = fresh(tmp_path)
@@ -787,6 +797,7 @@ def test_check_refuses_what_the_sweep_found_in_arguments(tmp_path, capfd, warm_c
     assert code == 2 and expected in report["error"] and "Fix" in report["error"], (case, report)
 
 
+@pytest.mark.releases
 def test_check_names_where_a_bare_sglang_assert_stands(tmp_path, capfd, warm_check):
     """SGLang refuses --dp-size 3 with --tp-size 2 under DP attention with a bare ``assert``."""
     target, draft = fresh(tmp_path)

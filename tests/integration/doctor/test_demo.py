@@ -8,7 +8,10 @@ import re
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.releases
 def test_demo_names_both_wirings_and_accept_lengths(tmp_path):
     env = {**os.environ, "TORCHDYNAMO_DISABLE": "1"}
     done = subprocess.run(

@@ -12,6 +12,7 @@ from sglang_eagle3_embed.doctor.weights import read_safetensors
 from tests.support import cli
 
 
+@pytest.mark.releases
 def test_the_config_is_sglangs_kimi_k25_config_around_the_target(tiny_kimi_pair, tiny_pair):
     from sglang.srt.configs.kimi_k25 import KimiK25Config
     from sglang.srt.utils.hf_transformers.config import get_config
@@ -23,6 +24,7 @@ def test_the_config_is_sglangs_kimi_k25_config_around_the_target(tiny_kimi_pair,
     assert config.text_config.hidden_size == config.vision_config.text_hidden_size == text["hidden_size"]
 
 
+@pytest.mark.releases
 def test_sglangs_kimi_k25_loads_every_weight_and_captures_what_hf_computes(
     tiny_kimi_pair, tiny_pair, sglang_cpu
 ):
@@ -72,6 +74,7 @@ def test_sglangs_kimi_k25_loads_every_weight_and_captures_what_hf_computes(
     assert torch.allclose(out.hidden_states, want, atol=1e-4)
 
 
+@pytest.mark.releases
 def test_sglang_loads_the_processor_with_trust_remote_code_only(tiny_kimi_pair, sglang_cpu):
     from sglang.srt.utils.hf_transformers.processor import get_processor
 
@@ -84,6 +87,7 @@ def test_sglang_loads_the_processor_with_trust_remote_code_only(tiny_kimi_pair, 
         processor(text="w1 w2", images=["an image"])
 
 
+@pytest.mark.releases
 def test_sglangs_kimi_k25_processor_takes_it(tiny_kimi_pair, sglang_cpu):
     """SGLang's Kimi-K2.5 multimodal processor, the one a server builds at startup, reads its
     tokens and media settings from the folder's processor."""
@@ -105,6 +109,7 @@ def test_sglangs_kimi_k25_processor_takes_it(tiny_kimi_pair, sglang_cpu):
     assert mm.mm_tokens.image_token_id == config.media_placeholder_token_id
 
 
+@pytest.mark.releases
 def test_ids_and_check_read_the_kimi_folder(tiny_kimi_pair):
     target, draft = str(tiny_kimi_pair.target), str(tiny_kimi_pair.draft)
     ids = cli("ids", draft, "--target", target, "--json")
@@ -122,6 +127,7 @@ def test_ids_and_check_read_the_kimi_folder(tiny_kimi_pair):
     assert bad.returncode == 1 and "draft-tokens-rewritten" in bad.stdout
 
 
+@pytest.mark.releases
 def test_probe_scores_the_kimi_folder_as_the_deepseek_folder(tiny_kimi_pair, tiny_pair, tmp_path):
     """The same text model, the same draft: the same scores for every wiring."""
     reports = []

@@ -140,6 +140,7 @@ def test_predicted_accept_length_equals_speculative_decoding(tiny_pair, target):
     assert every_start > measured  # why the walk: misses cluster
 
 
+@pytest.mark.releases
 def test_sglang_cpu_backend_equals_hf(tiny_pair, sglang_cpu):
     hf, sgl = HFBackend(tiny_pair.target), SGLangCpuBackend(tiny_pair.target)
     prompts = tiny_pair.language.sample(6, 8, torch.Generator().manual_seed(5))

@@ -64,6 +64,7 @@ def config(folder) -> dict:
     return json.loads((folder / "config.json").read_text())
 
 
+@pytest.mark.releases
 def test_the_configs_are_the_official_ones(fp8, int4):
     assert config(fp8)["quantization_config"] == DEEPSEEK_V3_QUANTIZATION
     kimi = config(int4)
@@ -71,6 +72,7 @@ def test_the_configs_are_the_official_ones(fp8, int4):
     assert "quantization_config" not in kimi  # Kimi-K2.5 writes it in text_config only
 
 
+@pytest.mark.releases
 def test_the_folders_are_sharded_with_an_index(fp8, int4):
     for folder in (fp8, int4):
         index = json.loads((folder / INDEX).read_text())
@@ -95,6 +97,7 @@ def test_fp8_holds_every_linear_of_a_layer_in_float8_with_a_scale_per_block(fp8,
     assert any(n.endswith("mlp.gate.weight") for n in kept) and "lm_head.weight" in kept
 
 
+@pytest.mark.releases
 def test_int4_holds_the_routed_experts_only_packed_eight_per_int32(int4, tiny_kimi_pair):
     held = headers(int4)
     experts = {n for n in headers(tiny_kimi_pair.target) if ROUTED_EXPERT.search(n)}
@@ -162,6 +165,7 @@ def test_int4_is_packed_and_scaled_as_the_format_specifies():
     assert (restored - weight[0, :32]).abs().max() <= 0.55 * 0.2  # half a step, and bf16 rounding
 
 
+@pytest.mark.releases
 def test_fp8_dequantizes_as_sglang_does():
     from sglang.srt.layers.quantization.fp8_utils import block_quant_dequant
 
@@ -175,6 +179,7 @@ def test_fp8_dequantizes_as_sglang_does():
     assert error.max() <= weight.abs().max() / 16  # e4m3 keeps 3 mantissa bits
 
 
+@pytest.mark.releases
 def test_dequantized_weights_are_the_originals_within_the_formats_precision(fp8, int4, tiny_pair):
     original = read_safetensors(tiny_pair.target)
     for folder, prefix, pattern, bound in (
@@ -204,6 +209,7 @@ def unquantized(tiny_pair) -> float:
     return predicted(tiny_pair.target, tiny_pair.draft)
 
 
+@pytest.mark.releases
 @pytest.mark.parametrize("fmt", ["fp8", "int4"])
 def test_the_hf_backend_probes_the_dequantized_target_as_the_original(fmt, fp8, int4, tiny_pair, unquantized):
     """Within 10% of the unquantized original's prediction for the trained wiring (the Kimi-K2.5

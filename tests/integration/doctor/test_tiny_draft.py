@@ -4,6 +4,7 @@ loads through SGLang's own weight loader, and learns from the tiny target."""
 import copy
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from sglang_eagle3_embed.doctor.eagle3_draft import Eagle3Draft
@@ -49,6 +50,7 @@ def sglang_draft_hidden(draft_cfg, checkpoint, embedding, ids, aux):
     return hidden_states, model.lm_head.weight
 
 
+@pytest.mark.releases
 def test_twin_equals_sglang_draft_forward(sglang_cpu):
     cfg = draft_config_dict(hidden=64, vocab=128, heads=4, ids=[-1, 1, 2], target_hidden=64)
     torch.manual_seed(0)
@@ -92,6 +94,7 @@ def test_draft_learns_the_target(tiny_pair):
     assert trained >= 0.7 and trained >= defaults + 0.2, (trained, defaults)
 
 
+@pytest.mark.releases
 def test_mla_twin_equals_sglangs_mla_draft_forward(sglang_cpu, tiny_pair):
     """The twin of ``Eagle3DeepseekV2ForCausalLM`` (Kimi-K2.5's MLA drafts) equals SGLang's own class
     on the CPU: its checkpoint loads through SGLang's loader (``layers.0``/``midlayer`` names, the

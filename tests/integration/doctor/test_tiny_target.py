@@ -62,6 +62,7 @@ def test_reproducible_from_its_seed():
     assert not all(torch.equal(a[k], c[k]) for k in a)
 
 
+@pytest.mark.releases
 def test_sglang_runs_the_saved_target(built, sglang_cpu):
     from transformers import AutoConfig
 

@@ -25,6 +25,7 @@ from sglang_eagle3_embed.testing.stand_in_server import ACCEPT_LENGTH, StandIn, 
 from tests.support import ROOT
 
 
+@pytest.mark.releases
 def test_the_speed_benchmarks_run_reads_the_pairs_language_and_reports(tiny_pair, tmp_path):
     dataset = write_dataset(
         tiny_pair, tmp_path / "language.jsonl", num_prompts=12, prompt_len=8, output_len=6
@@ -39,6 +40,7 @@ def test_the_speed_benchmarks_run_reads_the_pairs_language_and_reports(tiny_pair
     assert record["total_output_tokens"] == 12 * 6 and record["output_throughput"] > 0
 
 
+@pytest.mark.releases
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_load_phase_sends_every_request_and_reads_its_figures(tiny_pair, tmp_path, stream):
     StandIn.generated.clear()
@@ -52,6 +54,7 @@ def test_a_load_phase_sends_every_request_and_reads_its_figures(tiny_pair, tmp_p
     assert figures["p99_ttft_ms"] >= figures["median_ttft_ms"] > 0
 
 
+@pytest.mark.releases
 def test_a_client_run_that_fails_raises_with_its_output(tmp_path):
     with pytest.raises(RuntimeError, match="exited with 1") as failure:
         run_client(
@@ -94,6 +97,7 @@ def test_the_client_imports_where_the_datasets_library_is_absent():
     assert "the datasets library is not installed" in run.stdout
 
 
+@pytest.mark.releases
 def test_the_load_scenario_runs_end_to_end_and_sums_up(tiny_pair, tmp_path, monkeypatch):
     """``load_run.scenario`` (fewer levels, a smaller burst) against the stand-in, and the summary
     the GPU test writes from it (``benchmarks/load.py`` renders it: its test there)."""
@@ -123,6 +127,7 @@ def test_the_load_scenario_runs_end_to_end_and_sums_up(tiny_pair, tmp_path, monk
     assert plugin["same_outputs"] and plugin["accept_length"]["after"] == [ACCEPT_LENGTH] * 2
 
 
+@pytest.mark.releases
 def test_sglangs_client_reads_the_pairs_language_as_its_custom_dataset(tiny_pair, tmp_path):
     """The speed runs' prompts go through SGLang's own ``custom`` dataset loader with the pair's
     tokenizer: every prompt keeps its length, every output has the asked length."""
@@ -138,6 +143,7 @@ def test_sglangs_client_reads_the_pairs_language_as_its_custom_dataset(tiny_pair
     assert len(rows) == 12 and {(r.prompt_len, r.output_len) for r in rows} == {(8, 16)}
 
 
+@pytest.mark.releases
 def test_sglangs_client_accepts_the_speed_runs_command(monkeypatch, tmp_path):
     import sglang.benchmark.serving as client
 

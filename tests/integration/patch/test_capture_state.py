@@ -54,6 +54,7 @@ def _args(batch):
     return batch.input_ids, batch.positions, batch
 
 
+@pytest.mark.releases
 def test_no_tensor_outlives_its_pass(model):
     harness, config, plugin = model
     passes(harness, config, plugin, rounds=3, seed=0)  # lazily built caches settle
@@ -63,6 +64,7 @@ def test_no_tensor_outlives_its_pass(model):
     assert after <= before, f"{after - before} more tensors alive after 40 more rounds of passes"
 
 
+@pytest.mark.releases
 def test_a_planted_per_pass_buffer_is_caught(model, monkeypatch):
     harness, config, plugin = model
     kept = []

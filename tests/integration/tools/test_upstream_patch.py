@@ -69,6 +69,7 @@ def test_suites_are_read_from_the_installed_release():
     assert "stage-a-test-cpu" not in suites  # the name of the earlier releases
 
 
+@pytest.mark.pinned_release
 @pytest.mark.parametrize("step", STEPS, ids=lambda s: s.name)
 def test_step_tests_register_to_a_per_commit_suite_with_custom_test_case(step, trees):
     """Every test file a PR adds or extends runs on every commit (a weekly file would hide its
@@ -79,6 +80,7 @@ def test_step_tests_register_to_a_per_commit_suite_with_custom_test_case(step, t
         assert upstream_patch.custom_test_case_problems(trees[LAST] / rel) == []
 
 
+@pytest.mark.pinned_release
 def test_registration_problems_name_an_unknown_suite_and_a_missing_entry(tmp_path):
     bad = tmp_path / "test_x.py"
     bad.write_text(

@@ -92,6 +92,7 @@ def test_one_draft_written_three_ways(written):
         assert all(torch.equal(first[k], tensors[name][k]) for k in DRAFT_TENSORS), name
 
 
+@pytest.mark.releases
 def test_stock_sglang_reads_the_ids_as_the_table_says():
     """0.5.23's DeepSeek setter keeps [-1, 2, 5] as capture indices (-1 is never captured: the
     startup failure) and reads the hand-written [0, 3, 6] as the same tensors the ids name."""

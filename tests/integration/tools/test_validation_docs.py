@@ -1,9 +1,12 @@
 """docs/validation.md is generated from the rule table and stays in sync with it."""
 
+import pytest
+
 from sglang_eagle3_embed.core.rules import RULES
 from tools.validation_docs import DOC, render
 
 
+@pytest.mark.releases
 def test_validation_doc_is_up_to_date():
     assert DOC.read_text() == render(), "run: python -m tools.validation_docs"
 

@@ -70,6 +70,7 @@ def recorded():
     return serve, drafts, calls
 
 
+@pytest.mark.releases
 def test_every_engine_the_acceptance_tests_start_takes_only_sglang_arguments(recorded):
     serve, drafts, calls = recorded
     acceptance.test_stock_fails_at_startup_on_nested_ids(serve, drafts)
@@ -107,6 +108,7 @@ def pair():
     return Pair("TARGET", "DRAFT", GPU_PAIR)
 
 
+@pytest.mark.releases
 def test_the_multi_gpu_pool_asks_only_for_sglang_arguments_and_compares_like_with_like(pair):
     jobs = multi_gpu.jobs_for(pair, "HAND", [[1, 2]])
     assert_sglang_arguments({name: job["engine"] for name, job in jobs.items()})
@@ -121,6 +123,7 @@ def test_the_multi_gpu_pool_asks_only_for_sglang_arguments_and_compares_like_wit
     assert "model_impl" not in eager and "cuda_graph_max_bs_decode" not in eager
 
 
+@pytest.mark.releases
 def test_the_lossless_pool_asks_only_for_sglang_arguments_and_times_five_engines(pair, tmp_path):
     drafts = {"nested": "NESTED", "hand-written": "HAND"}
     jobs = lossless.jobs_for(pair, drafts, tmp_path)
@@ -240,6 +243,7 @@ def test_failing_alike_means_the_same_failure_on_a_host_that_could_start_both(pl
             acceptance.same_as_stock(serve, "x", drafts)
 
 
+@pytest.mark.releases
 def test_the_kimi_servers_ask_only_for_sglang_arguments_and_compare_like_with_like(pair):
     drafts = {"nested": "NESTED", "top-level": "TOP", "hand-written": "HAND"}
     jobs = kimi.jobs_for(pair, drafts, [[1, 2]])
@@ -252,6 +256,7 @@ def test_the_kimi_servers_ask_only_for_sglang_arguments_and_compare_like_with_li
     assert_sglang_arguments({"probe --engine-arg": served_pair.probe_engine_args(trust_remote_code=True)})
 
 
+@pytest.mark.releases
 def test_the_quantized_servers_ask_only_for_sglang_arguments_and_compare_like_with_like():
     targets = {"bf16": "BF16", "fp8": "FP8", "int4": "INT4"}
     jobs = quantized.jobs_for(targets, {"nested": "NESTED", "hand-written": "HAND"}, [[1, 2]])
@@ -268,6 +273,7 @@ def test_the_quantized_servers_ask_only_for_sglang_arguments_and_compare_like_wi
     assert differing(jobs["bf16-plugin"]["server"], jobs["fp8-plugin"]["server"]) == {"model_path"}
 
 
+@pytest.mark.releases
 def test_the_load_servers_and_sglangs_client_take_the_arguments_given(monkeypatch, tmp_path):
     import sys
 
@@ -285,6 +291,7 @@ def test_the_load_servers_and_sglangs_client_take_the_arguments_given(monkeypatc
         assert seen["num_prompts"] == 128 and seen["disable_stream"] is (not stream)
 
 
+@pytest.mark.releases
 def test_the_mla_servers_compare_like_with_like():
     pair = SimpleNamespace(target="TARGET", draft="DRAFT")
     jobs = mla.jobs_for(pair, "HAND", [[1, 2]])
