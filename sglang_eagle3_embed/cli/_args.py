@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 from sglang_eagle3_embed.core.errors import InputError
+from sglang_eagle3_embed.core.overrides import override_error, parse_overrides
 
 __all__ = ["add_model_arguments", "json_overrides"]
 
@@ -27,15 +26,7 @@ def add_model_arguments(parser, overrides: bool = True) -> None:
 
 def json_overrides(text: str) -> dict:
     """``--json-model-override-args`` as an object, or an :class:`InputError` naming the value."""
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise InputError(
-            f"--json-model-override-args {text[:200]!r}: not JSON ({exc}); pass a JSON object"
-        ) from None
-    if not isinstance(value, dict):
-        raise InputError(
-            f"--json-model-override-args {text[:200]!r}: a JSON {type(value).__name__}, not an object; "
-            f"pass a JSON object of config fields"
-        )
-    return value
+    error = override_error(text)
+    if error:
+        raise InputError(error)
+    return parse_overrides(text)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-__all__ = ["SUB_CONFIGS", "apply_overrides", "overridden", "parse_overrides"]
+__all__ = ["SUB_CONFIGS", "apply_overrides", "overridden", "override_error", "parse_overrides"]
 
 SUB_CONFIGS = frozenset({"text_config", "vision_config"})
 """Keys that transformers builds as configs of their own (``PretrainedConfig``) in the composite
@@ -24,18 +24,40 @@ configs this plugin serves (``KimiK25Config``): an override object updates them.
 MERGED = frozenset({"rope_scaling", "rope_parameters"})
 
 
+def _read(text: str):
+    """``text`` as JSON: (the value, None), or (None, why it is not a JSON object)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, too many digits; too deep
+        return None, f"is not JSON ({exc})"
+    if not isinstance(value, dict):
+        return None, f"is a JSON {type(value).__name__}, not an object"
+    return value, None
+
+
+def override_error(value) -> str | None:
+    """What is wrong with ``--json-model-override-args`` ``value`` (the flag, the value, why, the
+    fix), or None when it is empty or a JSON object."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    problem = _read(value)[1]
+    if problem is None:
+        return None
+    return (
+        f"--json-model-override-args {value[:200]!r} {problem}. Fix: pass a JSON object of config "
+        f"fields, e.g. '{{\"max_position_embeddings\": 4096}}'"
+    )
+
+
 def parse_overrides(value) -> dict:
     """``--json-model-override-args`` as a dict ({} when empty or not a JSON object: ``check``
-    refuses such a value before any rule runs, and SGLang fails on it at startup)."""
+    refuses such a value before any rule runs (:func:`override_error`), and SGLang fails on it at
+    startup)."""
     if isinstance(value, Mapping):
         return dict(value)
     if not isinstance(value, str) or not value.strip():
         return {}
-    try:
-        parsed = json.loads(value)
-    except (ValueError, RecursionError):
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
+    return _read(value)[0] or {}
 
 
 def apply_overrides(config, overrides: Mapping):

@@ -4,15 +4,14 @@ config overrides), and SGLang's own resolution refusing the launch. Pure module;
 
 from __future__ import annotations
 
-import json
 import traceback
-from collections.abc import Mapping
 
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.errors import UnsupportedModeError
 from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
+from sglang_eagle3_embed.core.overrides import parse_overrides
 from sglang_eagle3_embed.core.rule_ids import (
     JSON_OVERRIDE_EAGLE_CONFIG,
     PIPELINE_PARALLEL,
@@ -73,15 +72,6 @@ def _two_batch_overlap(d: Deployment):
         yield str(UnsupportedModeError.two_batch_overlap(f"EAGLE3 on {d.target_arch}"))
 
 
-def _override_keys(value) -> set[str]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value) if value.strip() else {}
-        except json.JSONDecodeError:
-            return set()
-    return set(value) if isinstance(value, Mapping) else set()
-
-
 @rule(
     JSON_OVERRIDE_EAGLE_CONFIG,
     Severity.ERROR,
@@ -91,7 +81,7 @@ def _override_keys(value) -> set[str]:
 )
 def _json_override(d: Deployment):
     keys = {"eagle_config", IDS_FIELD, CONVENTION_FIELD, "num_aux_hidden_states"}
-    touched = sorted(keys & _override_keys(d.raw.get("json_model_override_args")))
+    touched = sorted(keys & set(parse_overrides(d.raw.get("json_model_override_args"))))
     if touched:
         yield (
             f"--json-model-override-args sets {', '.join(touched)}: SGLang applies it to the target's "

@@ -27,6 +27,7 @@ from sglang_eagle3_embed.core.errors import (
     positive_int,
 )
 from sglang_eagle3_embed.core.findings import Finding, Severity
+from sglang_eagle3_embed.core.overrides import override_error
 from sglang_eagle3_embed.core.releases import installed_sglang_version, release
 from sglang_eagle3_embed.core.rules import RULES, Stage, evaluate, not_checked, refused
 
@@ -127,19 +128,9 @@ def _check_values(server_args) -> None:
             else:
                 fix = f"{flag(name)} 1 or more, or leave it out (SGLang's default)"
             raise LaunchArgumentsError(f"{flag(name)} {value}: {what} must be at least 1. Fix: pass {fix}")
-    override = getattr(server_args, "json_model_override_args", None)
-    if isinstance(override, str) and override.strip():
-        try:
-            value = json.loads(override)
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError, too many digits; too deep
-            problem = f"is not JSON ({exc})"
-        else:
-            problem = None if isinstance(value, dict) else f"is a JSON {type(value).__name__}, not an object"
-        if problem:
-            raise LaunchArgumentsError(
-                f"--json-model-override-args {override[:200]!r} {problem}. Fix: pass a JSON object of "
-                f"config fields, e.g. '{{\"max_position_embeddings\": 4096}}'"
-            )
+    error = override_error(getattr(server_args, "json_model_override_args", None))
+    if error:
+        raise LaunchArgumentsError(error)
 
 
 def parse_launch(args: list[str]):

@@ -1,7 +1,9 @@
 """core.overrides: --json-model-override-args applied to a config as SGLang's get_config applies it
 (compared with SGLang's own in ``tests/integration/patch/test_snapshot_models.py``). Pure."""
 
-from sglang_eagle3_embed.core.overrides import apply_overrides, overridden, parse_overrides
+import pytest
+
+from sglang_eagle3_embed.core.overrides import apply_overrides, overridden, override_error, parse_overrides
 
 KIMI = {
     "architectures": ["KimiK25ForConditionalGeneration"],
@@ -50,3 +52,23 @@ def test_overridden_looks_at_the_top_and_in_a_sub_config():
     assert overridden(overrides, "num_hidden_layers")
     assert overridden(overrides, "hidden_size", "text_config")
     assert not overridden(overrides, "hidden_size")
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("{", "is not JSON (Expecting property name"), ("[1]", "is a JSON list, not an object"),
+     ("7", "is a JSON int, not an object"), ("[" * 100_000, "is not JSON")],
+)  # fmt: skip
+def test_a_value_that_is_not_a_json_object_is_worded_once(value, why):
+    # the one wording `check` (LaunchArgumentsError) and `ids` (InputError) both raise
+    error = override_error(value)
+    assert error.startswith(f"--json-model-override-args {value[:200]!r} {why}")
+    assert error.endswith(
+        """Fix: pass a JSON object of config fields, e.g. '{"max_position_embeddings": 4096}'"""
+    )
+    assert parse_overrides(value) == {}
+
+
+@pytest.mark.parametrize("value", ["", "  ", "{}", '{"num_hidden_layers": 2}', None, {"a": 1}])
+def test_empty_values_and_objects_are_no_error(value):
+    assert override_error(value) is None
