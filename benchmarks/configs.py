@@ -18,6 +18,7 @@ Measured values are not: they live in the results files the benchmarks write.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from sglang_eagle3_embed.testing.engine_run import spec
@@ -72,6 +73,12 @@ BASELINE = "no speculation"
 STEP_TIMED = (BASELINE, "plugin, 3 steps")
 """``step_times.py``'s servers: plain decoding, and the plugin's speculative step it times."""
 MEASURED_STEP = SERVERS[STEP_TIMED[1]].speculative
+
+
+def file_label(name: str) -> str:
+    """A server's name as its log files are named: letters, digits, dots and dashes only (a quote
+    or a space in a file name keeps tools from copying it back from a GPU machine)."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", name).strip("-")
 
 
 def same_step(name: str) -> bool:

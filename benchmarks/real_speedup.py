@@ -99,7 +99,7 @@ def measure(args) -> dict:
         "setup": vars(args) | {"spec": spec.__dict__},
     }  # fmt: skip
     for name in args.configs:
-        label = name.replace(" ", "-").replace(",", "")
+        label = configs.file_label(name)
         server = Server(label, suite.kwargs(name, target, drafts), logs)
         result["rounds"][name] = {str(c): [] for c in args.concurrency}
         try:

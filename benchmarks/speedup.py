@@ -118,7 +118,7 @@ def measure(args) -> dict:
     dataset = write_dataset(pair, logs / "language.jsonl", most, args.prompt_len, args.output_len)
     servers = {}
     for name in CONFIGS:  # ports chosen here, apart from each other
-        label = name.replace(" ", "-").replace(",", "")
+        label = configs.file_label(name)
         kwargs = server_kwargs(name, pair.target, drafts)
         servers[name] = Server(label, kwargs, logs, ports=[s.port for s in servers.values()])
     rounds = {name: {str(c): [] for c in args.concurrency} for name in CONFIGS}

@@ -3,6 +3,7 @@ refuse to measure without a GPU, and the GPU driver's parts that need none run h
 never asserted, only structure and sanity."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -643,3 +644,12 @@ def test_step_times_takes_accept_lengths_from_the_speedup_result(tmp_path):
     ]
     args = SimpleNamespace(results=tmp_path / "empty", accept_from=None, accept=None)
     assert st.accept_lengths(args, p) == {}
+
+
+def test_server_log_names_are_plain_and_distinct():
+    # the device tool copies back no file whose name holds a quote or a space
+    from benchmarks import configs
+
+    labels = [configs.file_label(name) for name in configs.SERVERS]
+    assert all(re.fullmatch(r"[A-Za-z0-9.-]+", label) for label in labels), labels
+    assert len(set(labels)) == len(labels)
