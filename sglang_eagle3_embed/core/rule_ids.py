@@ -1,4 +1,4 @@
-"""The id of every startup rule, each written here once. Pure module.
+"""The id of every rule, each written here once. Pure module.
 
 An id is what a user reads (``[draft-ids-invalid]`` in a finding, a key of ``check --json``, a
 section of ``docs/validation.md``), so it is stable. Everything else names a rule by its constant:
@@ -9,8 +9,8 @@ plan warns with, the code that examines a finding's rule, and the examples of
 :mod:`sglang_eagle3_embed.testing.rule_examples`. ``tests/unit/core/test_rule_ids.py`` keeps every
 rule id string literal of the package in this module.
 
-Listed in the order of :data:`sglang_eagle3_embed.core.rules.RULES`, by the module that declares
-the rule.
+Listed in the order of :func:`sglang_eagle3_embed.core.rules.every_rule`, by the module that
+declares the rule.
 """
 
 from __future__ import annotations
@@ -59,3 +59,16 @@ SGLANG_RESOLUTION = "sglang-resolution"
 
 # rules_pd: a PD-disaggregated side and the other side it cannot see
 PD_PEER = "pd-peer"
+
+# pd_pair: the two command lines of a PD pair compared (``check ARGS --pd-peer PEER_ARGS``)
+PD_PAIR_ROLES = "pd-pair-roles"
+PD_PAIR_TARGET = "pd-pair-target"
+PD_PAIR_DRAFT = "pd-pair-draft"
+PD_PAIR_MODEL_NAMES = "pd-pair-model-names"
+PD_PAIR_PLUGIN = "pd-pair-plugin"
+PD_PAIR_SPECULATIVE = "pd-pair-speculative"
+PD_PAIR_SPECULATIVE_SETTINGS = "pd-pair-speculative-settings"
+PD_PAIR_CAPTURE = "pd-pair-capture"
+PD_PAIR_PAGE_SIZE = "pd-pair-page-size"
+PD_PAIR_KV_CACHE_DTYPE = "pd-pair-kv-cache-dtype"
+PD_PAIR_TRANSFER_BACKEND = "pd-pair-transfer-backend"

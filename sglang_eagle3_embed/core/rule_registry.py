@@ -1,10 +1,11 @@
 """How a startup rule is declared: :class:`Stage`, :class:`Rule` and the :func:`rule` decorator, the
 only way a rule is registered. Pure module.
 
-The rules themselves live in ``rules_flags``, ``rules_draft``, ``rules_weights``, ``rules_modes``
-and ``rules_pd``;
-:data:`sglang_eagle3_embed.core.rules.RULES` lists them in the order of ``docs/validation.md`` and
-:mod:`sglang_eagle3_embed.core.rules` runs them.
+The rules of one launch live in ``rules_flags``, ``rules_draft``, ``rules_weights``, ``rules_modes``
+and ``rules_pd``; :data:`sglang_eagle3_embed.core.rules.RULES` lists them in the order of
+``docs/validation.md`` and :mod:`sglang_eagle3_embed.core.rules` runs them. The rules of a PD pair
+live in ``pd_pair`` (:data:`~sglang_eagle3_embed.core.pd_pair.PAIR_RULES`), which only
+``check --pd-peer`` imports.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class Stage(str, Enum):
     """When SGLang's own argument resolution refuses the launch; reads a :class:`Refused`."""
     POST = "post"
     """After SGLang's resolution: what it resolved, compared with what the user passed."""
+    PAIR = "pair"
+    """Both command lines of a PD pair, each after its own stages (``check ARGS --pd-peer
+    PEER_ARGS``); reads a :class:`~sglang_eagle3_embed.core.pd_pair.Pair`."""
 
     def __str__(self) -> str:
         return self.value
@@ -57,7 +61,8 @@ class Rule:
     silent: str
     """What SGLang 0.5.23 does when the rule would fire, with the source line."""
     check: Callable[[Deployment], Iterable[str | NotChecked]]
-    """Yields a message per problem, or :class:`NotChecked` when it lacks what it reads."""
+    """Yields a message per problem, or :class:`NotChecked` when it lacks what it reads. It reads
+    what its stage gives: a :class:`Deployment`, a :class:`Refused`, or a PD pair."""
 
 
 REGISTERED: dict[str, Rule] = {}

@@ -6,13 +6,17 @@ what SGLang resolved, the target's and the draft's configs) and returns findings
 name the flag or field, the value, what SGLang would have done silently, and the fix. Every rule is
 declared one way, with the :func:`rule` decorator on its check (``core/rule_registry.py``), in the
 module of its subject: ``rules_flags`` (the launch flags), ``rules_draft`` (the draft and how it fits
-the target), ``rules_weights`` (what the weights' headers hold), ``rules_modes`` (what the plugin supports, and SGLang's own resolution refusing the
-launch), ``rules_pd`` (a PD-disaggregated side and the other side it cannot see). ``docs/validation.md`` is generated from :data:`RULES` (``python -m tools.validation_docs``);
+the target), ``rules_weights`` (what the weights' headers hold), ``rules_modes`` (what the plugin
+supports, and SGLang's own resolution refusing the launch), ``rules_pd`` (a PD-disaggregated side
+and the other side it cannot see); the rules of a PD pair (both command lines compared) live in
+``pd_pair``, loaded only where two command lines are checked.
+``docs/validation.md`` is generated from :func:`every_rule` (``python -m tools.validation_docs``);
 a test keeps them in sync.
 
 Rules run in stages: :attr:`Stage.PRE` on the flags as passed, before SGLang's speculative
-resolution (which would otherwise stop on a bare ``assert``), :attr:`Stage.POST` after it, and
-:attr:`Stage.RESOLUTION` when SGLang's own resolution refuses the launch (on a :class:`Refused`).
+resolution (which would otherwise stop on a bare ``assert``), :attr:`Stage.POST` after it,
+:attr:`Stage.RESOLUTION` when SGLang's own resolution refuses the launch (on a :class:`Refused`),
+and :attr:`Stage.PAIR` on the two sides of a PD pair.
 """
 
 from __future__ import annotations
@@ -22,7 +26,20 @@ from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.findings import Finding, NotChecked, Severity
 from sglang_eagle3_embed.core.rule_registry import REGISTERED, Refused, Rule, Stage, refused, rule
 
-__all__ = ["RULES", "RULE_MODULES", "Refused", "Rule", "Stage", "evaluate", "not_checked", "refused", "rule"]
+__all__ = [
+    "PAIR_RULE_MODULE",
+    "RULES",
+    "RULE_MODULES",
+    "Refused",
+    "Rule",
+    "Stage",
+    "evaluate",
+    "every_rule",
+    "not_checked",
+    "refused",
+    "rule",
+    "verdicts",
+]
 
 RULE_MODULES = (rules_flags, rules_draft, rules_weights, rules_modes, rules_pd)
 """The modules that declare rules, in the order of :data:`RULES`."""
@@ -34,11 +51,24 @@ RULES: dict[str, Rule] = {
 by module as listed in :data:`RULE_MODULES`, then as declared."""
 
 
-def evaluate(d: Deployment, stage: Stage) -> list[Finding]:
-    """Run every rule of ``stage`` on ``d`` (a :class:`Refused` for :attr:`Stage.RESOLUTION`)."""
+PAIR_RULE_MODULE = "sglang_eagle3_embed.core.pd_pair"
+"""The module of the PD pair's rules (:attr:`Stage.PAIR`, its ``PAIR_RULES``): imported by
+``check --pd-peer`` and :func:`every_rule` only, since no server compares two command lines."""
+
+
+def every_rule() -> dict[str, Rule]:
+    """Every rule by id: :data:`RULES`, then the PD pair's (the order of ``docs/validation.md``)."""
+    from importlib import import_module
+
+    return {**RULES, **import_module(PAIR_RULE_MODULE).PAIR_RULES}
+
+
+def evaluate(d: Deployment, stage: Stage, rules: dict[str, Rule] = RULES) -> list[Finding]:
+    """Run every rule of ``stage`` in ``rules`` on ``d`` (a :class:`Refused` for
+    :attr:`Stage.RESOLUTION`, a PD pair for :attr:`Stage.PAIR` with the pair's rules)."""
     stage = Stage(stage)
     findings = []
-    for r in RULES.values():
+    for r in rules.values():
         if r.stage is stage:
             findings.extend(_finding(r, item) for item in r.check(d))
     return findings
@@ -56,3 +86,15 @@ def not_checked(stage: Stage, why: str) -> list[Finding]:
     return [
         Finding(r.id, Severity.NOT_CHECKED, f"not checked: {why}") for r in RULES.values() if r.stage is stage
     ]
+
+
+RANK = {"ok": 0, Severity.NOT_CHECKED.value: 1, Severity.WARNING.value: 2, Severity.ERROR.value: 3}
+
+
+def verdicts(findings: list[Finding], rules: dict[str, Rule] = RULES) -> dict[str, str]:
+    """Every rule's verdict: ``ok``, ``not checked``, ``warning`` or ``error`` (the gravest)."""
+    result = dict.fromkeys(rules, "ok")
+    for f in findings:
+        if RANK[f.severity.value] > RANK[result.get(f.rule, "ok")]:
+            result[f.rule] = f.severity.value
+    return result

@@ -29,17 +29,19 @@ from sglang_eagle3_embed.core.errors import (
 from sglang_eagle3_embed.core.findings import Finding, Severity
 from sglang_eagle3_embed.core.overrides import override_error
 from sglang_eagle3_embed.core.releases import installed_sglang_version, release
-from sglang_eagle3_embed.core.rules import RULES, Stage, evaluate, not_checked, refused
+from sglang_eagle3_embed.core.rules import RULES, Rule, Stage, evaluate, not_checked, refused, verdicts
 
 __all__ = [
     "Check",
     "LaunchArgumentsError",
     "check_launch",
+    "findings_json",
     "locate_models",
     "parse_launch",
     "plugin_status",
     "render_json",
     "render_table",
+    "rule_table",
     "run_check",
     "verdicts",
 ]
@@ -299,18 +301,6 @@ def _rules(server_args, machine) -> tuple[list[Finding], Deployment, bool]:
     return findings + evaluate(resolved, Stage.POST), resolved, True
 
 
-RANK = {"ok": 0, Severity.NOT_CHECKED.value: 1, Severity.WARNING.value: 2, Severity.ERROR.value: 3}
-
-
-def verdicts(findings: list[Finding]) -> dict[str, str]:
-    """Every rule's verdict: ``ok``, ``not checked``, ``warning`` or ``error`` (the gravest)."""
-    result = dict.fromkeys(RULES, "ok")
-    for f in findings:
-        if RANK[f.severity.value] > RANK[result.get(f.rule, "ok")]:
-            result[f.rule] = f.severity.value
-    return result
-
-
 def _machine(check: Check) -> list[str]:
     lines = [
         f"SGLang's resolution answered as on an {check.resolved_as} (--gpu names the serving machine's GPU)"
@@ -324,29 +314,38 @@ def _machine(check: Check) -> list[str]:
 
 def render_table(check: Check | list[Finding]) -> str:
     check = check if isinstance(check, Check) else Check(check)
-    findings = check.findings
-    width = max(len(r) for r in RULES)
-    lines = [
-        *_machine(check),
-        "",
-        f"{'rule':<{width}}  {'verdict':<11}  message",
-        f"{'-' * width}  {'-' * 11}  -------",
-    ]
+    return "\n".join([*_machine(check), "", rule_table(check.findings)])
+
+
+def rule_table(findings: list[Finding], rules: dict[str, Rule] = RULES) -> str:
+    """The one table of findings: every rule of ``rules``, its verdict and its messages, then the
+    counts (``check``'s table of one launch, and of a PD pair for ``check --pd-peer``)."""
+    width = max(len(r) for r in rules)
+    lines = [f"{'rule':<{width}}  {'verdict':<11}  message", f"{'-' * width}  {'-' * 11}  -------"]
     messages: dict[str, list[str]] = {}
     for f in findings:
         messages.setdefault(f.rule, []).append(f.message)
-    for rule_id, verdict in verdicts(findings).items():
+    shown = verdicts(findings, rules)
+    for rule_id, verdict in shown.items():
         texts = messages.get(rule_id) or [""]
         for i, text in enumerate(texts):
             wrapped = textwrap.wrap(text, 100) or [""]
             head = f"{rule_id if i == 0 else '':<{width}}  {verdict if i == 0 else '':<11}  "
             lines.append(head + wrapped[0])
             lines.extend(" " * len(head) + w for w in wrapped[1:])
-    counts = list(verdicts(findings).values())
+    counts = list(shown.values())
     errors, warnings = counts.count("error"), counts.count("warning")
     unchecked = counts.count(Severity.NOT_CHECKED.value)
     lines.append(f"\n{errors} error(s), {warnings} warning(s), {unchecked} rule(s) not checked")
     return "\n".join(lines)
+
+
+def findings_json(findings: list[Finding], rules: dict[str, Rule] = RULES) -> dict:
+    """The findings and every rule's verdict, as ``check --json`` reports them."""
+    return {
+        "findings": [{"rule": f.rule, "severity": f.severity.value, "message": f.message} for f in findings],
+        "rules": verdicts(findings, rules),
+    }
 
 
 def render_json(check: Check | list[Finding]) -> str:
@@ -357,10 +356,7 @@ def render_json(check: Check | list[Finding]) -> str:
             "ok": not any(f.severity is Severity.ERROR for f in findings),
             "resolved_as": check.resolved_as,
             "not_checked_here": list(check.not_checked_here),
-            "findings": [
-                {"rule": f.rule, "severity": f.severity.value, "message": f.message} for f in findings
-            ],
-            "rules": verdicts(findings),
+            **findings_json(findings),
         },
         indent=2,
     )

@@ -1,20 +1,28 @@
 """The service behind ``sglang-eagle3-embed check ARGS --pd-peer PEER_ARGS``: both command lines of a
 PD-disaggregated deployment checked as ``check`` checks one (:mod:`sglang_eagle3_embed.doctor.check`),
-then compared (:mod:`sglang_eagle3_embed.core.pd_pair`). Imports sglang only when run.
+then compared by the pair's rules (:mod:`sglang_eagle3_embed.core.pd_pair`), all in one table form.
+Imports sglang only when run.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import textwrap
 from dataclasses import dataclass
 
 from sglang_eagle3_embed.core.errors import InputError
-from sglang_eagle3_embed.core.findings import Severity
-from sglang_eagle3_embed.core.pd_pair import CHECKS, COMPARED, PairFinding, Side, compare, pair_verdicts
+from sglang_eagle3_embed.core.findings import Finding, Severity
+from sglang_eagle3_embed.core.pd_pair import COMPARED, PAIR_RULES, Pair, Side
 from sglang_eagle3_embed.core.rule_ids import PD_PEER
-from sglang_eagle3_embed.doctor.check import Check, LaunchArgumentsError, check_launch, render_table, verdicts
+from sglang_eagle3_embed.core.rules import Stage, evaluate
+from sglang_eagle3_embed.doctor.check import (
+    Check,
+    LaunchArgumentsError,
+    check_launch,
+    findings_json,
+    render_table,
+    rule_table,
+)
 
 __all__ = ["FIRST", "PEER", "PairCheck", "check_pair", "render_pair_json", "render_pair_table"]
 
@@ -30,7 +38,8 @@ class PairCheck:
 
     sides: tuple[tuple[str, str, Check], ...]
     """``(name, given_as, check)`` per side: ``the prefill side``, ``the command line``, its check."""
-    findings: list[PairFinding]
+    findings: list[Finding]
+    """What the pair's rules (:data:`~sglang_eagle3_embed.core.pd_pair.PAIR_RULES`) found."""
 
     @property
     def ok(self) -> bool:
@@ -61,19 +70,14 @@ def check_pair(argv: list[str], peer_argv: list[str], gpu: str | None = None) ->
     then compare them. The ``pd-peer`` warning of each side gives way to the comparison."""
     first_check, first = _side(argv, gpu, FIRST)
     peer_check, peer = _side(peer_argv, gpu, PEER)
-    findings = compare(first, peer)
+    pair = Pair.of(first, peer)
     checks = {FIRST: first_check, PEER: peer_check}
-    sides = []
-    for side in (first, peer):
-        found = checks[side.given_as]
-        kept = dataclasses.replace(found, findings=[f for f in found.findings if f.rule != PD_PEER_RULE])
-        sides.append((_name(side, peer if side is first else first), side.given_as, kept))
-    sides.sort(key=lambda s: s[0] != "the prefill side")
-    return PairCheck(tuple(sides), findings)
+    sides = tuple((side.name, side.given_as, _without_pd_peer(checks[side.given_as])) for side in pair.sides)
+    return PairCheck(sides, evaluate(pair, Stage.PAIR, PAIR_RULES))
 
 
-def _name(side: Side, other: Side) -> str:
-    return f"the {side.mode} side" if {side.mode, other.mode} == {"prefill", "decode"} else side.given_as
+def _without_pd_peer(found: Check) -> Check:
+    return dataclasses.replace(found, findings=[f for f in found.findings if f.rule != PD_PEER_RULE])
 
 
 def render_pair_table(pair: PairCheck) -> str:
@@ -81,28 +85,9 @@ def render_pair_table(pair: PairCheck) -> str:
     for name, given_as, check in pair.sides:
         title = f"{name} ({given_as})" if name != given_as else name
         blocks.append(f"== {title} ==\n{render_table(check)}")
-    width = max(len(c) for c in CHECKS)
-    lines = [
-        "== the pair: the two command lines compared ==",
-        "",
-        f"{'check':<{width}}  {'verdict':<11}  message",
-        f"{'-' * width}  {'-' * 11}  -------",
-    ]
-    messages: dict[str, list[str]] = {}
-    for f in pair.findings:
-        messages.setdefault(f.check, []).append(f.message)
-    for check, verdict in pair_verdicts(pair.findings).items():
-        for i, text in enumerate(messages.get(check) or [""]):
-            wrapped = textwrap.wrap(text, 100) or [""]
-            head = f"{check if i == 0 else '':<{width}}  {verdict if i == 0 else '':<11}  "
-            lines.append(head + wrapped[0])
-            lines.extend(" " * len(head) + w for w in wrapped[1:])
-    counts = list(pair_verdicts(pair.findings).values())
-    lines.append(
-        f"\n{counts.count('error')} error(s), {counts.count('warning')} warning(s), "
-        f"{counts.count(Severity.NOT_CHECKED.value)} check(s) not checked in the pair"
+    blocks.append(
+        f"== the pair: the two command lines compared ==\n\n{rule_table(pair.findings, PAIR_RULES)}"
     )
-    blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
 
@@ -117,27 +102,11 @@ def render_pair_json(pair: PairCheck) -> str:
                     "given_as": given_as,
                     "ok": not any(f.severity is Severity.ERROR for f in check.findings),
                     "not_checked_here": list(check.not_checked_here),
-                    "findings": [
-                        {"rule": f.rule, "severity": f.severity.value, "message": f.message}
-                        for f in check.findings
-                    ],
-                    "rules": verdicts(check.findings),
+                    **findings_json(check.findings),
                 }
                 for name, given_as, check in pair.sides
             ],
-            "pair": {
-                "findings": [
-                    {
-                        "check": f.check,
-                        "severity": f.severity.value,
-                        "side": f.side,
-                        "flag": f.flag,
-                        "message": f.message,
-                    }
-                    for f in pair.findings
-                ],
-                "checks": pair_verdicts(pair.findings),
-            },
+            "pair": findings_json(pair.findings, PAIR_RULES),
         },
         indent=2,
     )

@@ -2,7 +2,9 @@
 
 Used by the tests (through SGLang's real argument resolution) and by ``docs/validation.md``.
 ``TARGET`` and ``DRAFT`` stand for folders built from :data:`BASE_TARGET` and
-:data:`BASE_DRAFT` with the scenario's changes.
+:data:`BASE_DRAFT` with the scenario's changes; a PD pair's scenario has the other side's command
+line too (``check ARGS --pd-peer PEER_ARGS``), which may name ``PEER_TARGET`` and ``PEER_DRAFT``,
+folders built from the scenario's target and draft with its peer changes.
 """
 
 from __future__ import annotations
@@ -14,7 +16,16 @@ from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.core.draft_config import LLAMA_DRAFT
 from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
 
-__all__ = ["BASE_DRAFT", "BASE_TARGET", "EXAMPLES", "Scenario", "launch"]
+__all__ = [
+    "BASE_DRAFT",
+    "BASE_TARGET",
+    "EXAMPLES",
+    "Scenario",
+    "launch",
+    "materialize",
+    "materialize_peer",
+    "pd",
+]
 
 BASE_TARGET = {
     "architectures": ["DeepseekV3ForCausalLM"],
@@ -85,7 +96,21 @@ class Scenario:
     target_weights: tuple[str, ...] = LAYERS
     """Write a target model.safetensors holding these tensor names (one element each; none: no file)."""
     env: dict = field(default_factory=dict)
+    peer: tuple[str, ...] | None = None
+    """A PD pair's other command line (``check --pd-peer``): the pair's rules run on both."""
+    peer_target: dict = field(default_factory=dict)
+    """Changes to the scenario's target config for ``PEER_TARGET``."""
+    peer_draft: dict = field(default_factory=dict)
+    """Changes to the scenario's draft config for ``PEER_DRAFT``."""
 
+
+def pd(mode: str, *extra: str, **kwargs) -> tuple[str, ...]:
+    """A PD side's command line: :func:`launch` with ``--disaggregation-mode mode``."""
+    return launch("--disaggregation-mode", mode, *extra, **kwargs)
+
+
+PREFILL = Scenario(pd("prefill"), peer=pd("decode"))
+"""A matching PD pair: each pair rule's close example, unless it needs a closer one."""
 
 EXAMPLES: dict[str, tuple[Scenario, Scenario]] = {
     rule_ids.PARTIAL_SPEC_TRIPLE: (
@@ -194,6 +219,49 @@ EXAMPLES: dict[str, tuple[Scenario, Scenario]] = {
         Scenario(launch("--disaggregation-mode", "decode")),
         Scenario(launch("--disaggregation-mode", "null")),
     ),
+    rule_ids.PD_PAIR_ROLES: (Scenario(pd("decode"), peer=pd("decode")), PREFILL),
+    rule_ids.PD_PAIR_TARGET: (
+        Scenario(
+            pd("prefill"),
+            peer=pd("decode", "--model-path", "PEER_TARGET"),
+            peer_target={"max_position_embeddings": 512},
+        ),
+        PREFILL,
+    ),
+    rule_ids.PD_PAIR_DRAFT: (
+        Scenario(
+            pd("prefill"),
+            peer=pd("decode", "--speculative-draft-model-path", "PEER_DRAFT"),
+            peer_draft={"intermediate_size": 256},
+        ),
+        PREFILL,
+    ),
+    rule_ids.PD_PAIR_MODEL_NAMES: (
+        Scenario(pd("prefill"), peer=pd("decode", "--model-path", "PEER_TARGET")),
+        PREFILL,
+    ),
+    rule_ids.PD_PAIR_PLUGIN: (Scenario(pd("prefill"), peer=pd("decode", impl=None)), PREFILL),
+    rule_ids.PD_PAIR_SPECULATIVE: (
+        Scenario(pd("prefill"), peer=("--model-path", "TARGET", "--disaggregation-mode", "decode")),
+        PREFILL,
+    ),
+    rule_ids.PD_PAIR_SPECULATIVE_SETTINGS: (
+        Scenario(pd("prefill"), peer=pd("decode", steps=(5, 1, 6))),
+        PREFILL,
+    ),
+    rule_ids.PD_PAIR_CAPTURE: (Scenario(pd("prefill"), peer=pd("decode", impl=None)), PREFILL),
+    rule_ids.PD_PAIR_PAGE_SIZE: (
+        Scenario(pd("prefill"), peer=pd("decode", "--page-size", "16")),
+        PREFILL,
+    ),
+    rule_ids.PD_PAIR_KV_CACHE_DTYPE: (
+        Scenario(pd("prefill"), peer=pd("decode", "--kv-cache-dtype", "fp8_e4m3")),
+        PREFILL,
+    ),
+    rule_ids.PD_PAIR_TRANSFER_BACKEND: (
+        Scenario(pd("prefill"), peer=pd("decode", "--disaggregation-transfer-backend", "nixl")),
+        PREFILL,
+    ),
 }
 
 
@@ -246,3 +314,21 @@ def materialize(scenario: Scenario, root) -> list[str]:
     elif weights.exists():
         weights.unlink()
     return [{"TARGET": str(target), "DRAFT": str(draft)}.get(a, a) for a in scenario.flags]
+
+
+def materialize_peer(scenario: Scenario, root) -> list[str]:
+    """Write ``PEER_TARGET`` and ``PEER_DRAFT`` under ``root`` (after :func:`materialize`); return
+    the scenario's other command line."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    root = Path(root)
+    folders = {"TARGET": root / "target", "DRAFT": root / "draft"}
+    for name, changes in (("TARGET", scenario.peer_target), ("DRAFT", scenario.peer_draft)):
+        peer = root / f"peer-{name.lower()}"
+        shutil.copytree(folders[name], peer, dirs_exist_ok=True)
+        config = json.loads((peer / "config.json").read_text())
+        (peer / "config.json").write_text(json.dumps(_changed(config, changes)))
+        folders[f"PEER_{name}"] = peer
+    return [str(folders[a]) if a in folders else a for a in scenario.peer]

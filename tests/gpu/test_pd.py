@@ -25,6 +25,7 @@ import urllib.request
 import pytest
 
 from sglang_eagle3_embed import MODEL_IMPL
+from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.doctor.pair import write_config_variant
 from sglang_eagle3_embed.testing import engine_run
 from sglang_eagle3_embed.testing.server_run import Server, cli_args
@@ -137,5 +138,6 @@ def test_check_names_the_decode_side_without_the_plugin(pd):
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
-    found = {f["check"]: f for f in json.loads(done.stdout)["pair"]["findings"]}
-    assert found["plugin"]["side"] == "the decode side" and found["plugin"]["flag"] == "--model-impl"
+    found = {f["rule"]: f for f in json.loads(done.stdout)["pair"]["findings"]}
+    plugin = found[rule_ids.PD_PAIR_PLUGIN]["message"]
+    assert plugin.startswith("--model-impl: ") and "on the decode side too" in plugin

@@ -1,6 +1,6 @@
 """``check ARGS --pd-peer PEER_ARGS`` end to end: both command lines of a PD deployment through
-SGLang's own parser and resolution, compared. Matching sides exit 0; a mismatch exits 1 with an error
-naming the side and the flag; a bad invocation exits 2; a one-sided PD launch with the plugin
+SGLang's own parser and resolution, compared by the pair's rules. Matching sides exit 0; a mismatch
+exits 1 with an error naming the flag and the side to change; a bad invocation exits 2; a one-sided PD launch with the plugin
 always names the other side."""
 
 import json
@@ -8,6 +8,7 @@ import json
 import pytest
 
 from sglang_eagle3_embed import MODEL_IMPL
+from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.core.ids import IDS_FIELD
 from sglang_eagle3_embed.testing.rule_examples import DELETE, Scenario, launch, materialize
 from tests.support import in_process
@@ -56,8 +57,9 @@ def test_a_matching_pair_exits_0_and_answers_the_one_sided_warning(sides):
     assert out.index("== the prefill side (the --pd-peer command line) ==") < out.index(
         "== the decode side (the command line) =="
     )
-    assert "0 error(s), 0 warning(s), 0 check(s) not checked in the pair" in out
-    assert out.count("0 error(s), 0 warning(s), 0 rule(s) not checked") == 2  # no pd-peer warning left
+    pair = out.split("== the pair: the two command lines compared ==", 1)[1]
+    assert "0 error(s), 0 warning(s), 0 rule(s) not checked" in pair and rule_ids.PD_PAIR_CAPTURE in pair
+    assert out.count("0 error(s), 0 warning(s), 0 rule(s) not checked") == 3  # no pd-peer warning left
 
 
 def test_a_one_sided_pd_launch_with_the_plugin_names_the_other_side(sides):
@@ -76,10 +78,12 @@ def test_a_stock_decode_with_nested_ids_is_an_error_naming_the_decode_side(sides
     assert code == 1
     report = json.loads(out)
     assert [s["side"] for s in report["sides"]] == ["the prefill side", "the decode side"]
-    assert report["ok"] is False and report["pair"]["checks"]["plugin"] == "error"
-    found = {f["check"]: f for f in report["pair"]["findings"]}
-    assert found["plugin"]["side"] == "the decode side" and found["plugin"]["flag"] == "--model-impl"
-    assert "captured 2 of 3 aux hidden states" in found["capture"]["message"]
+    assert report["ok"] is False and report["pair"]["rules"][rule_ids.PD_PAIR_PLUGIN] == "error"
+    found = {f["rule"]: f["message"] for f in report["pair"]["findings"]}
+    assert found[rule_ids.PD_PAIR_PLUGIN].endswith(
+        f"Fix: pass --model-impl {MODEL_IMPL} on the decode side too."
+    )
+    assert "captured 2 of 3 aux hidden states" in found[rule_ids.PD_PAIR_CAPTURE]
 
 
 def test_a_stock_decode_with_top_level_ids_is_silent_in_sglang_and_an_error_here(sides):
@@ -94,16 +98,19 @@ def test_another_top_k_and_page_size_are_errors_naming_the_flags(sides):
     decode = [*replaced(decode, "--speculative-eagle-topk", "2"), "--page-size", "16"]
     code, out, _ = in_process("check", "--json", *prefill, "--pd-peer", *decode)
     assert code == 1
-    flags = {f["flag"] for f in json.loads(out)["pair"]["findings"]}
-    assert flags == {"--speculative-eagle-topk", "--page-size"}
+    found = [(f["rule"], f["message"].split(":")[0]) for f in json.loads(out)["pair"]["findings"]]
+    assert sorted(found) == [
+        (rule_ids.PD_PAIR_PAGE_SIZE, "--page-size"),
+        (rule_ids.PD_PAIR_SPECULATIVE_SETTINGS, "--speculative-eagle-topk"),
+    ]
 
 
 def test_two_prefill_servers_are_not_a_pair(sides):
     prefill, _ = sides["nested"]
     code, out, _ = in_process("check", "--json", *prefill, "--pd-peer", *prefill)
     assert code == 1
-    (roles,) = [f for f in json.loads(out)["pair"]["findings"] if f["check"] == "roles"]
-    assert roles["side"] == "the --pd-peer command line" and roles["flag"] == "--disaggregation-mode"
+    (roles,) = [f for f in json.loads(out)["pair"]["findings"] if f["rule"] == rule_ids.PD_PAIR_ROLES]
+    assert roles["message"].endswith("Fix: pass --disaggregation-mode decode on the --pd-peer command line.")
 
 
 @pytest.mark.parametrize(

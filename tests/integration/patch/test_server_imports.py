@@ -90,3 +90,4 @@ def test_the_launcher_adds_the_validator_and_not_the_canary(kinds):
     launcher = set(kinds["launcher"])
     assert {"sglang_eagle3_embed.core.rules", "sglang_eagle3_embed.patch.launch_snapshot"} <= launcher
     assert "sglang_eagle3_embed.core.canary" not in launcher
+    assert "sglang_eagle3_embed.core.pd_pair" not in launcher  # no server compares two command lines

@@ -20,7 +20,7 @@ from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError, RuleError, UnsupportedModeError
 from sglang_eagle3_embed.core.rule_registry import REGISTERED
-from sglang_eagle3_embed.core.rules import RULES
+from sglang_eagle3_embed.core.rules import every_rule
 from sglang_eagle3_embed.testing.rule_examples import EXAMPLES
 
 PACKAGE = Path(sglang_eagle3_embed.__file__).parent
@@ -58,10 +58,10 @@ def test_every_rule_id_is_written_once_in_rule_ids():
 
 
 def test_rule_ids_holds_exactly_the_registered_rules_in_their_order():
-    assert list(CONSTANTS.values()) == list(RULES)
+    assert list(CONSTANTS.values()) == list(every_rule())
     assert set(CONSTANTS.values()) == set(REGISTERED)
     assert all(name == value.upper().replace("-", "_") for name, value in CONSTANTS.items())
-    assert set(EXAMPLES) == set(RULES)
+    assert set(EXAMPLES) == set(every_rule())
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
-"""Every startup rule is declared one way: the ``@rule(...)`` decorator on a module-level check in a
-module of ``RULE_MODULES`` (CONTRIBUTING.md, "Adding a validation rule").
+"""Every rule is declared one way: the ``@rule(...)`` decorator on a module-level check in a module
+of ``RULE_MODULES`` or the PD pair's module (CONTRIBUTING.md, "Adding a validation rule").
 
 Read from the source with ``ast`` (a call of ``rule`` that is not the decorator of a module-level
 function, a ``Rule`` built or a registry written outside ``core/rule_registry.py``), and from the
@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import ast
 import sys
+from importlib import import_module
 
 import pytest
 
 from sglang_eagle3_embed.core import rule_registry
 from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.rule_registry import REGISTERED, Rule, Stage, rule
-from sglang_eagle3_embed.core.rules import RULE_MODULES, RULES
+from sglang_eagle3_embed.core.rules import PAIR_RULE_MODULE, RULE_MODULES, RULES, every_rule
 from tests.support import ROOT
 
 PACKAGE = ROOT / "sglang_eagle3_embed"
 REGISTRY = rule_registry.__name__
-REGISTRIES = {"REGISTERED", "RULES"}
+REGISTRIES = {"REGISTERED", "RULES", "PAIR_RULES"}
+DECLARING = (*RULE_MODULES, import_module(PAIR_RULE_MODULE))
+"""Every module that declares rules: the launch's, then the PD pair's."""
 
 
 def _name(node: ast.expr) -> str | None:
@@ -73,7 +76,7 @@ def decorated_checks(sources: dict[str, str]) -> int:
     """How many module-level functions of the rule modules carry ``@rule(...)``."""
     return sum(
         1
-        for module in RULE_MODULES
+        for module in DECLARING
         for node in ast.parse(sources[module.__name__]).body
         if isinstance(node, ast.FunctionDef)
         for d in node.decorator_list
@@ -83,13 +86,13 @@ def decorated_checks(sources: dict[str, str]) -> int:
 
 def registry_problems(registered: dict[str, Rule]) -> list[str]:
     """Rules of ``registered`` that do not have the shape the decorator gives."""
-    modules = {m.__name__ for m in RULE_MODULES}
+    modules = {m.__name__ for m in DECLARING}
     found = []
     for rule_id, r in registered.items():
         check = r.check
         module = getattr(check, "__module__", None)
         if module not in modules:
-            found.append(f"{rule_id}: its check is in {module}, not in a module of RULE_MODULES")
+            found.append(f"{rule_id}: its check is in {module}, not in a module that declares rules")
         elif getattr(sys.modules[module], getattr(check, "__qualname__", ""), None) is not check:
             found.append(f"{rule_id}: its check {check!r} is not a module-level function of {module}")
         if r.id != rule_id or not isinstance(r.stage, Stage) or not isinstance(r.severity, Severity):
@@ -103,10 +106,11 @@ def test_every_rule_is_declared_by_the_decorator():
     sources = package_sources()
     assert registration_problems(sources) == []
     assert registry_problems(REGISTERED) == []
-    assert decorated_checks(sources) == len(REGISTERED) == len(RULES)
-    assert list(RULES.values()) == [
-        r for m in RULE_MODULES for r in REGISTERED.values() if r.check.__module__ == m.__name__
+    assert decorated_checks(sources) == len(REGISTERED) == len(every_rule())
+    assert list(every_rule().values()) == [
+        r for m in DECLARING for r in REGISTERED.values() if r.check.__module__ == m.__name__
     ]
+    assert list(RULES) == [r for r in every_rule() if every_rule()[r].stage is not Stage.PAIR]
 
 
 def test_a_rule_is_declared_once():
@@ -153,7 +157,7 @@ def test_a_planted_second_registration_style_is_caught(case):
     ("make", "expected"),
     [
         (lambda: lambda d: (), "is not a module-level function"),
-        (lambda: rule_registry.refused, "not in a module of RULE_MODULES"),
+        (lambda: rule_registry.refused, "not in a module that declares rules"),
     ],
     ids=["lambda", "a function of another module"],
 )
