@@ -1,8 +1,9 @@
 """The servers the GPU benchmarks start, in one registry.
 
-``SERVERS``: every ``launch_server`` configuration by name, with its speculative arguments and the
-draft it serves. The name is the key of the results files (``<results>/<benchmark>.json``) and the
-row label of the tables, so a benchmark that reads another one's result finds a server by it.
+``SERVERS``: every ``launch_server`` configuration by id, with its label, its speculative arguments
+and the draft it serves. The id is stable: it is what ``--configs`` takes, the key of the results
+files (``<results>/<benchmark>.json``; a benchmark that reads another one's result finds a server by
+it) and the name of its log files. The label is for people: the row of a table, the line of a plot.
 
 ``Suite``: which of them one benchmark serves, the arguments they share there, and how they share
 the GPU. A server's ``mem_fraction_static`` is the suite's share of the GPU's memory divided among
@@ -18,7 +19,6 @@ Measured values are not: they live in the results files the benchmarks write.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from sglang_eagle3_embed.testing.engine_run import spec
@@ -29,13 +29,15 @@ PLUGIN = "sglang_eagle3_embed"
 
 @dataclass(frozen=True)
 class Server:
-    """One ``launch_server`` configuration: its name, its speculative arguments (none: plain
-    decoding) and the draft folder it serves, by where the draft's ids sit: ``"nested"`` (the
-    plugin serves it), ``"top-level"`` (stock SGLang, which ignores them and serves its default
-    layers) or ``"seed"`` (stock SGLang with the seed's Kimi-K2.5 draft config, ids ``[2, 30, 58]``
-    nested, which it reads as capture indices); None without a draft."""
+    """One ``launch_server`` configuration: its id (letters, digits and dashes), its label, its
+    speculative arguments (none: plain decoding) and the draft folder it serves, by where the
+    draft's ids sit: ``"nested"`` (the plugin serves it), ``"top-level"`` (stock SGLang, which
+    ignores them and serves its default layers) or ``"seed"`` (stock SGLang with the seed's
+    Kimi-K2.5 draft config, ids ``[2, 30, 58]`` nested, which it reads as capture indices); None
+    without a draft."""
 
-    name: str
+    id: str
+    label: str
     speculative: dict = field(default_factory=dict)
     draft: str | None = None
 
@@ -55,40 +57,39 @@ class Server:
 
 
 SERVERS = {
-    s.name: s
+    s.id: s
     for s in (
-        Server("no speculation"),
-        Server("stock SGLang, 3 steps", spec(3), "top-level"),
-        Server("plugin, 3 steps", spec(3), "nested"),
-        Server("plugin, 7 steps", spec(7), "nested"),
-        Server("plugin, tree", spec(3, topk=4, tokens=8), "nested"),
+        Server("no-spec", "no speculation"),
+        Server("stock-3", "stock SGLang, 3 steps", spec(3), "top-level"),
+        Server("plugin-3", "plugin, 3 steps", spec(3), "nested"),
+        Server("plugin-7", "plugin, 7 steps", spec(7), "nested"),
+        Server("plugin-tree", "plugin, tree", spec(3, topk=4, tokens=8), "nested"),
         # the seed's launch: 1 step, top-k 1, 16 draft tokens (SGLang serves 2), and the 15 it tried
-        Server("stock SGLang, the seed's flags", spec(1, tokens=16), "seed"),
-        Server("stock SGLang, the seed's config, 15 steps", spec(15, tokens=16), "seed"),
-        Server("plugin, 5 steps", spec(5), "nested"),
+        Server("stock-seed", "stock SGLang, the seed's flags", spec(1, tokens=16), "seed"),
+        Server("stock-seed-15", "stock SGLang, the seed's config, 15 steps", spec(15, tokens=16), "seed"),
+        Server("plugin-5", "plugin, 5 steps", spec(5), "nested"),
     )
 }
-BASELINE = "no speculation"
+BASELINE = "no-spec"
 """The server every other one's tokens/s is compared with."""
-STEP_TIMED = (BASELINE, "plugin, 3 steps")
+STEP_TIMED = (BASELINE, "plugin-3")
 """``step_times.py``'s servers: plain decoding, and the plugin's speculative step it times."""
 MEASURED_STEP = SERVERS[STEP_TIMED[1]].speculative
 
 
-def file_label(name: str) -> str:
-    """A server's name as its log files are named: letters, digits, dots and dashes only (a quote
-    or a space in a file name keeps tools from copying it back from a GPU machine)."""
-    return re.sub(r"[^A-Za-z0-9.]+", "-", name).strip("-")
+def label(server_id: str) -> str:
+    """The label of the server ``server_id`` (the id itself for one no longer in :data:`SERVERS`)."""
+    return SERVERS[server_id].label if server_id in SERVERS else server_id
 
 
-def same_step(name: str) -> bool:
-    """Whether the server ``name`` takes the speculative step ``step_times.py`` times."""
-    return name in SERVERS and SERVERS[name].speculative == MEASURED_STEP
+def same_step(server_id: str) -> bool:
+    """Whether the server ``server_id`` takes the speculative step ``step_times.py`` times."""
+    return server_id in SERVERS and SERVERS[server_id].speculative == MEASURED_STEP
 
 
 @dataclass(frozen=True)
 class Suite:
-    """The servers one benchmark starts (names of ``SERVERS``), the arguments they share, and
+    """The servers one benchmark starts (ids of ``SERVERS``), the arguments they share, and
     ``gpu_share``: the fraction of the GPU's memory that the servers running at once hold together
     (SGLang's ``mem_fraction_static`` summed over them); ``side_by_side``: all started at once, or
     one after another (each alone on the GPU)."""
@@ -113,12 +114,12 @@ class Suite:
         """Each server's share: the suite's, divided among the servers running at once."""
         return round(self.gpu_share / self.at_once, 4)
 
-    def kwargs(self, name: str, target, drafts) -> dict:
-        """``launch_server``'s arguments for the server ``name`` of this suite."""
-        if name not in self.servers:
-            raise KeyError(f"{name!r} is not one of {list(self.servers)}")
+    def kwargs(self, server_id: str, target, drafts) -> dict:
+        """``launch_server``'s arguments for the server ``server_id`` of this suite."""
+        if server_id not in self.servers:
+            raise KeyError(f"{server_id!r} is not one of {list(self.servers)}")
         return {
-            **SERVERS[name].kwargs(target, drafts),
+            **SERVERS[server_id].kwargs(target, drafts),
             **self.shared,
             "mem_fraction_static": self.mem_fraction_static,
         }
@@ -132,7 +133,7 @@ prefill graphs up to 512 tokens (the largest prefill here) rather than SGLang's 
 add a minute to each start."""
 
 SPEEDUP = Suite(
-    servers=("no speculation", "stock SGLang, 3 steps", "plugin, 3 steps", "plugin, 7 steps", "plugin, tree"),
+    servers=("no-spec", "stock-3", "plugin-3", "plugin-7", "plugin-tree"),
     shared={**SERVED, "max_total_tokens": 32768},
     gpu_share=0.75,
     side_by_side=True,
@@ -140,7 +141,7 @@ SPEEDUP = Suite(
 """``speedup.py``: every server, side by side on one GPU with the tiny GPU pair, KV pools capped."""
 
 REAL_SPEEDUP = Suite(
-    servers=("no speculation", "stock SGLang, 3 steps", "plugin, 3 steps", "plugin, 7 steps"),
+    servers=("no-spec", "stock-3", "plugin-3", "plugin-7"),
     shared={**SERVED, "max_total_tokens": 65536},
     gpu_share=0.6,
     side_by_side=False,
@@ -149,14 +150,11 @@ REAL_SPEEDUP = Suite(
 64 requests)."""
 
 KIMI_SPEEDUP = Suite(
-    servers=(
-        "no speculation", "stock SGLang, the seed's flags", "stock SGLang, the seed's config, 15 steps",
-        "plugin, 3 steps", "plugin, 5 steps", "plugin, 7 steps",
-    ),
+    servers=("no-spec", "stock-seed", "stock-seed-15", "plugin-3", "plugin-5", "plugin-7"),
     shared={**SERVED, "trust_remote_code": True, "max_total_tokens": 65536, "chunked_prefill_size": 4096},
     gpu_share=0.85,
     side_by_side=False,
-)  # fmt: skip
+)
 """``real_speedup.py`` on ``kimi_build.py``'s pair (Kimi-K2.5's real shape, 36 GB of weights): one at
 a time; the seed's launch lines against the plugin with the corrected config."""
 

@@ -19,7 +19,7 @@ step it times: the one derived from the step times of ``benchmarks/step_times.py
 ``--step-times``, by default ``step_times.json`` in ``--results``: V2-Lite's decode and speculative
 step at batch 1, 8 and 32, 3 steps) times the accept length measured here; ``-`` without it.
 
-    python -m benchmarks.real_speedup --pair /tmp/rp --configs "no speculation" --logs L --results R
+    python -m benchmarks.real_speedup --pair /tmp/rp --configs no-spec plugin-3 --logs L --results R
     python -m benchmarks.real_speedup --quick --from-json A.json B.json --results R   # render
 
 A run writes its JSON after every timed run, so a stopped command keeps what it measured;
@@ -40,7 +40,7 @@ from sglang_eagle3_embed.testing.server_run import Server, bench_command, client
 NAME = "real_speedup"
 SUITE = configs.REAL_SPEEDUP
 CONFIGS = tuple(dict.fromkeys((*SUITE.servers, *configs.KIMI_SPEEDUP.servers)))
-"""The servers of both pairs, by name (``configs.SERVERS``), in the order a merged result shows them."""
+"""The servers of both pairs, by id (``configs.SERVERS``), in the order a merged result shows them."""
 KEYS = (*speedup.RESULT_KEYS, "duration")
 STEP_TIMES = "step_times.json"
 """``step_times.py``'s result, read from ``--results`` unless ``--step-times`` names another."""
@@ -99,16 +99,15 @@ def measure(args) -> dict:
         "setup": vars(args) | {"spec": spec.__dict__},
     }  # fmt: skip
     for name in args.configs:
-        label = configs.file_label(name)
-        server = Server(label, suite.kwargs(name, target, drafts), logs)
+        server = Server(name, suite.kwargs(name, target, drafts), logs)
         result["rounds"][name] = {str(c): [] for c in args.concurrency}
         try:
             server.start()
             result["startup_s"][name] = server.wait_ready(600)
-            print(f"{name}: ready in {result['startup_s'][name]} s", flush=True)
+            print(f"{configs.label(name)}: ready in {result['startup_s'][name]} s", flush=True)
             sizes = {}
             for c in args.concurrency:  # warm-up: every batch shape compiled before anything is timed
-                out = logs / f"warmup-{c}-{label}.jsonl"
+                out = logs / f"warmup-{c}-{name}.jsonl"
                 run_client(
                     _bench(server, dataset, pair, c, max(2 * c, 4), args, out, 0), out.with_suffix(".log")
                 )
@@ -117,22 +116,22 @@ def measure(args) -> dict:
             result["sizes"][name] = sizes
             for r in range(args.rounds):
                 for c in rotated(args.concurrency, r):
-                    out = logs / f"bench-{r}-{c}-{label}.jsonl"
+                    out = logs / f"bench-{r}-{c}-{name}.jsonl"
                     run_client(
                         _bench(server, dataset, pair, c, sizes[str(c)], args, out, r + 1),
                         out.with_suffix(".log"),
                     )
                     result["rounds"][name][str(c)].append(client_record(out, KEYS))
                     _common.write_json(args.results, args.name, result)
-                print(f"{name}: round {r + 1} of {args.rounds} measured", flush=True)
+                print(f"{configs.label(name)}: round {r + 1} of {args.rounds} measured", flush=True)
         finally:
             server.stop()
     return result
 
 
-def server_kwargs(name: str, target, drafts: dict) -> dict:
-    """``launch_server``'s arguments for the server ``name`` of :data:`SUITE`."""
-    return SUITE.kwargs(name, target, drafts)
+def server_kwargs(server_id: str, target, drafts: dict) -> dict:
+    """``launch_server``'s arguments for the server ``server_id`` of :data:`SUITE`."""
+    return SUITE.kwargs(server_id, target, drafts)
 
 
 def _bench(server, dataset, pair, concurrency, prompts, args, out, seed):
@@ -212,7 +211,7 @@ def render(result: dict, steps: dict | None = None) -> str:
         for c, s in by_c.items():
             d = formula.get((name, c))
             rows.append([
-                name, c, f"{s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f})",
+                configs.label(name), c, f"{s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f})",
                 f"{s['tpot_ms']:.2f}", f"{s['ttft_ms']:.0f}", _common.fmt(s["accept_length"]),
                 f"{s['timed_s']:.0f} ({s['requests']})", _common.fmt(s["vs_no_speculation"]) + "x",
                 "-" if d is None else f"{d:.2f}x",
@@ -234,7 +233,12 @@ def main() -> dict:
     p.add_argument("--from-json", type=Path, nargs="+", help="render (merged) saved results (no GPU)")
     p.add_argument("--pair", type=Path, help="the folder benchmarks.real_pair or benchmarks.kimi_build built")
     p.add_argument(
-        "--configs", nargs="+", choices=list(CONFIGS), help="default: every server of the pair's suite"
+        "--configs",
+        nargs="+",
+        choices=list(CONFIGS),
+        metavar="ID",
+        help="servers by id (default: every server of the pair's suite): "
+        + "; ".join(f"{i}: {configs.label(i)}" for i in CONFIGS),
     )
     p.add_argument("--concurrency", type=int, nargs="+", default=list(speedup.CONCURRENCY))
     p.add_argument("--seconds", type=float, default=24.0, help="timed seconds per concurrency, all rounds")

@@ -38,7 +38,7 @@ NAME = "speedup"
 CONCURRENCY = (1, 4, 16, 64)
 SUITE = configs.SPEEDUP
 CONFIGS = SUITE.servers
-"""The servers, by name (``configs.SERVERS``), in the order they are started and rotated."""
+"""The servers, by id (``configs.SERVERS``), in the order they are started and rotated."""
 RESULT_KEYS = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "accept_length", "completed")
 
 
@@ -70,7 +70,7 @@ def render(result: dict) -> str:
     header = ["server", "concurrency", "output tokens/s (min-max)", "TPOT ms", "accept length",
               "vs no speculation"]  # fmt: skip
     rows = [
-        [name, c, f"{s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f})", f"{s['tpot_ms']:.2f}",
+        [configs.label(name), c, f"{s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f})", f"{s['tpot_ms']:.2f}",
          _common.fmt(s["accept_length"]), _common.fmt(s["vs_no_speculation"]) + "x"]
         for name, by_c in summarize(result["rounds"]).items() for c, s in by_c.items()
     ]  # fmt: skip
@@ -85,7 +85,7 @@ def plot(result: dict, results_dir: Path, name: str = NAME, title: str | None = 
     for server, by_c in summary.items():
         levels = [int(c) for c in by_c]
         stock = server in configs.SERVERS and configs.SERVERS[server].stock
-        style = {"linestyle": "--" if stock else "-", "marker": "o", "label": server}
+        style = {"linestyle": "--" if stock else "-", "marker": "o", "label": configs.label(server)}
         left.plot(levels, [s["tokens_per_s"] for s in by_c.values()], **style)
         right.plot(levels, [s["vs_no_speculation"] or float("nan") for s in by_c.values()], **style)
     panels = [(left, "output tokens/s (median)"), (right, "tokens/s vs no speculation")]
@@ -98,10 +98,10 @@ def plot(result: dict, results_dir: Path, name: str = NAME, title: str | None = 
     return _common.save_figure(fig, results_dir, name)
 
 
-def server_kwargs(name: str, target, drafts: dict) -> dict:
-    """``launch_server``'s arguments for the server ``name`` of :data:`SUITE` (``drafts``: folder by
+def server_kwargs(server_id: str, target, drafts: dict) -> dict:
+    """``launch_server``'s arguments for the server ``server_id`` of :data:`SUITE` (``drafts``: folder by
     placement); a nested draft is served by the plugin, a top-level one by stock SGLang."""
-    return SUITE.kwargs(name, target, drafts)
+    return SUITE.kwargs(server_id, target, drafts)
 
 
 def measure(args) -> dict:
@@ -118,9 +118,8 @@ def measure(args) -> dict:
     dataset = write_dataset(pair, logs / "language.jsonl", most, args.prompt_len, args.output_len)
     servers = {}
     for name in CONFIGS:  # ports chosen here, apart from each other
-        label = configs.file_label(name)
         kwargs = server_kwargs(name, pair.target, drafts)
-        servers[name] = Server(label, kwargs, logs, ports=[s.port for s in servers.values()])
+        servers[name] = Server(name, kwargs, logs, ports=[s.port for s in servers.values()])
     rounds = {name: {str(c): [] for c in args.concurrency} for name in CONFIGS}
     try:
         for server in servers.values():

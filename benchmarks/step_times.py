@@ -142,8 +142,8 @@ def measure(target: dict, spec: bool, logs: Path, new_tokens: int, rounds: int) 
 
 
 def measured_accept(result: dict) -> dict[str, float]:
-    """From ``speedup.py``'s ``result``: the accept length of each of its servers that takes the
-    step timed here (``configs.same_step``), the median over concurrencies of the medians over
+    """From ``speedup.py``'s ``result``: the accept length of each of its servers (by id) that takes
+    the step timed here (``configs.same_step``), the median over concurrencies of the medians over
     rounds, to two decimals."""
     out = {}
     for name, by_c in speedup.summarize(result["rounds"]).items():
@@ -172,6 +172,7 @@ def accept_lengths(args, parser) -> dict[str, float]:
         parser.error(f"--accept-from {source}: no such file")
     else:
         measured = {}
+    measured = {configs.label(server_id): value for server_id, value in measured.items()}
     accept = {**given, **{k: v for k, v in measured.items() if k not in given}}
     if not accept:
         print(

@@ -204,11 +204,11 @@ def test_speedup_servers_resolve_in_sglang(tmp_path):
         )
         seen[name] = (*(resolution_result(server_args, key) for key in keys), server_args.mem_fraction_static)
     assert seen == {  # five side by side: 0.15 of the GPU's memory each
-        "no speculation": (None, None, None, "auto", 0.15),
-        "stock SGLang, 3 steps": ("EAGLE3", 4, 1, "auto", 0.15),
-        "plugin, 3 steps": ("EAGLE3", 4, 1, "sglang_eagle3_embed", 0.15),
-        "plugin, 7 steps": ("EAGLE3", 8, 1, "sglang_eagle3_embed", 0.15),
-        "plugin, tree": ("EAGLE3", 8, 4, "sglang_eagle3_embed", 0.15),
+        "no-spec": (None, None, None, "auto", 0.15),
+        "stock-3": ("EAGLE3", 4, 1, "auto", 0.15),
+        "plugin-3": ("EAGLE3", 4, 1, "sglang_eagle3_embed", 0.15),
+        "plugin-7": ("EAGLE3", 8, 1, "sglang_eagle3_embed", 0.15),
+        "plugin-tree": ("EAGLE3", 8, 4, "sglang_eagle3_embed", 0.15),
     }
 
 
@@ -419,8 +419,8 @@ def test_speedup_renders_medians_spread_and_ratios(tmp_path):
                 "accept_length": accept, "completed": 64}  # fmt: skip
 
     rounds = {
-        "no speculation": {"1": [run(100), run(110), run(90)]},
-        "plugin, 3 steps": {"1": [run(200, 3.1), run(165, 3.0), run(180, 3.2)]},
+        "no-spec": {"1": [run(100), run(110), run(90)]},
+        "plugin-3": {"1": [run(200, 3.1), run(165, 3.0), run(180, 3.2)]},
     }
     (tmp_path / "in.json").write_text(json.dumps({"rounds": rounds}))
     out = bench("speedup.py", "--quick", "--from-json", tmp_path / "in.json", "--results", tmp_path).stdout
@@ -439,9 +439,9 @@ def test_real_speedup_merges_runs_and_sets_measured_beside_derived(tmp_path):
         return {"output_throughput": rate, "median_tpot_ms": 1000 / rate, "median_ttft_ms": 20.0,
                 "accept_length": accept, "completed": 8, "duration": 10.0}  # fmt: skip
 
-    first = {"rounds": {"no speculation": {"1": [run(100), run(120)]}}, "sizes": {"no speculation": {"1": 8}}}
-    second = {"rounds": {"plugin, 3 steps": {"1": [run(180, 3.0), run(240, 3.0)]},
-                         "plugin, 7 steps": {"1": [run(200, 4.0), run(200, 4.0)]}}}  # fmt: skip
+    first = {"rounds": {"no-spec": {"1": [run(100), run(120)]}}, "sizes": {"no-spec": {"1": 8}}}
+    second = {"rounds": {"plugin-3": {"1": [run(180, 3.0), run(240, 3.0)]},
+                         "plugin-7": {"1": [run(200, 4.0), run(200, 4.0)]}}}  # fmt: skip
     results = tmp_path / "results"
     for name, result in (("a", first), ("b", second)):
         (tmp_path / f"{name}.json").write_text(json.dumps(result))
@@ -465,7 +465,7 @@ def test_real_speedup_merges_runs_and_sets_measured_beside_derived(tmp_path):
     out = bench("real_speedup.py", *saved, "--step-times", elsewhere).stdout
     assert f"{plugin} 1.50x |" in out
     alone = rs.summarize(rs.merged([second]))  # no baseline measured: no ratio, no crash
-    assert alone["plugin, 3 steps"]["1"]["vs_no_speculation"] is None
+    assert alone["plugin-3"]["1"]["vs_no_speculation"] is None
 
 
 def test_real_speedup_sizes_timed_runs_and_interpolates_step_times():
@@ -504,10 +504,10 @@ def test_real_speedup_servers_resolve_in_sglang(tmp_path):
         keys = ("speculative_algorithm", "speculative_num_draft_tokens", "model_impl")
         seen[name] = (*(resolution_result(server_args, key) for key in keys), server_args.mem_fraction_static)
     assert seen == {
-        "no speculation": (None, None, "auto", 0.6),
-        "stock SGLang, 3 steps": ("EAGLE3", 4, "auto", 0.6),
-        "plugin, 3 steps": ("EAGLE3", 4, "sglang_eagle3_embed", 0.6),
-        "plugin, 7 steps": ("EAGLE3", 8, "sglang_eagle3_embed", 0.6),
+        "no-spec": (None, None, "auto", 0.6),
+        "stock-3": ("EAGLE3", 4, "auto", 0.6),
+        "plugin-3": ("EAGLE3", 4, "sglang_eagle3_embed", 0.6),
+        "plugin-7": ("EAGLE3", 8, "sglang_eagle3_embed", 0.6),
     }
 
 
@@ -532,12 +532,12 @@ def test_the_kimi_suite_serves_the_seeds_launch_lines_as_sglang_resolves_them(tm
         keys = ("speculative_num_steps", "speculative_num_draft_tokens", "model_impl")
         seen[name] = tuple(resolution_result(server_args, key) for key in keys)
     assert seen == {
-        "no speculation": (None, None, "auto"),
-        "stock SGLang, the seed's flags": (1, 2, "auto"),
-        "stock SGLang, the seed's config, 15 steps": (15, 16, "auto"),
-        "plugin, 3 steps": (3, 4, "sglang_eagle3_embed"),
-        "plugin, 5 steps": (5, 6, "sglang_eagle3_embed"),
-        "plugin, 7 steps": (7, 8, "sglang_eagle3_embed"),
+        "no-spec": (None, None, "auto"),
+        "stock-seed": (1, 2, "auto"),
+        "stock-seed-15": (15, 16, "auto"),
+        "plugin-3": (3, 4, "sglang_eagle3_embed"),
+        "plugin-5": (5, 6, "sglang_eagle3_embed"),
+        "plugin-7": (7, 8, "sglang_eagle3_embed"),
     }
 
 
@@ -559,7 +559,7 @@ def test_memory_shares_follow_from_the_servers_side_by_side():
     fewer = dataclasses.replace(configs.SPEEDUP, servers=configs.SPEEDUP.servers[:4])
     assert fewer.mem_fraction_static == pytest.approx(configs.SPEEDUP.gpu_share / 4)
     with pytest.raises(ValueError, match="not in SERVERS"):
-        configs.Suite(("plugin, 9 steps",), {}, 0.5, side_by_side=True)
+        configs.Suite(("plugin-9",), {}, 0.5, side_by_side=True)
 
 
 def literals(source: str):
@@ -628,12 +628,12 @@ def test_step_times_takes_accept_lengths_from_the_speedup_result(tmp_path):
         return [{"output_throughput": 100.0, "median_tpot_ms": 1.0, "accept_length": a} for a in accept]
 
     result = {"rounds": {
-        "no speculation": {"1": runs(None, None), "4": runs(None, None)},
-        "stock SGLang, 3 steps": {"1": runs(1.6, 1.8), "4": runs(1.7, 1.7), "16": runs(1.75, 1.75)},
-        "plugin, 3 steps": {"1": runs(2.8, 3.0), "4": runs(3.1, 3.2), "16": runs(3.04, 3.04)},
-        "plugin, 7 steps": {"1": runs(3.8, 3.8)},
+        "no-spec": {"1": runs(None, None), "4": runs(None, None)},
+        "stock-3": {"1": runs(1.6, 1.8), "4": runs(1.7, 1.7), "16": runs(1.75, 1.75)},
+        "plugin-3": {"1": runs(2.8, 3.0), "4": runs(3.1, 3.2), "16": runs(3.04, 3.04)},
+        "plugin-7": {"1": runs(3.8, 3.8)},
     }}  # fmt: skip
-    assert st.measured_accept(result) == {"stock SGLang, 3 steps": 1.7, "plugin, 3 steps": 3.04}
+    assert st.measured_accept(result) == {"stock-3": 1.7, "plugin-3": 3.04}
     (tmp_path / "speedup.json").write_text(json.dumps(result))
     p = argparse.ArgumentParser()
     args = SimpleNamespace(results=tmp_path, accept_from=None, accept=["the seed's report=1.6"])
@@ -646,10 +646,11 @@ def test_step_times_takes_accept_lengths_from_the_speedup_result(tmp_path):
     assert st.accept_lengths(args, p) == {}
 
 
-def test_server_log_names_are_plain_and_distinct():
-    # the device tool copies back no file whose name holds a quote or a space
+def test_server_ids_are_plain_and_labels_distinct():
+    # an id names the server's log files: the device tool copies back no file whose name holds a
+    # quote or a space
     from benchmarks import configs
 
-    labels = [configs.file_label(name) for name in configs.SERVERS]
-    assert all(re.fullmatch(r"[A-Za-z0-9.-]+", label) for label in labels), labels
+    assert all(re.fullmatch(r"[a-z0-9-]+", i) and s.id == i for i, s in configs.SERVERS.items())
+    labels = [s.label for s in configs.SERVERS.values()]
     assert len(set(labels)) == len(labels)
