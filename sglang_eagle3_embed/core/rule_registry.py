@@ -10,6 +10,7 @@ live in ``pd_pair`` (:data:`~sglang_eagle3_embed.core.pd_pair.PAIR_RULES`), whic
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from enum import Enum
@@ -60,9 +61,16 @@ class Rule:
     title: str
     silent: str
     """What SGLang 0.5.23 does when the rule would fire, with the source line."""
-    check: Callable[[Deployment], Iterable[str | NotChecked]]
+    check: Callable[..., Iterable[str | NotChecked]]
     """Yields a message per problem, or :class:`NotChecked` when it lacks what it reads. It reads
-    what its stage gives: a :class:`Deployment`, a :class:`Refused`, or a PD pair."""
+    what its stage gives: a :class:`Deployment`, a :class:`Refused`, or a PD pair; a check that
+    takes a second parameter gets the rule's id too (one check declared under several ids)."""
+
+    def run(self, subject) -> Iterable[str | NotChecked]:
+        """The check's messages on ``subject`` (what the rule's stage reads)."""
+        if len(inspect.signature(self.check, follow_wrapped=False).parameters) == 2:
+            return self.check(subject, self.id)
+        return self.check(subject)
 
 
 REGISTERED: dict[str, Rule] = {}
@@ -72,7 +80,9 @@ REGISTERED: dict[str, Rule] = {}
 def rule(rule_id: str, severity: Severity, stage: Stage, title: str, silent: str):
     """Decorator: the function is the check of a new rule. ``rule_id`` is a constant of
     :mod:`~sglang_eagle3_embed.core.rule_ids`, where every id is written once. ``silent`` says what
-    SGLang does without the rule (cite ``srt/...:line``). The function is returned unchanged."""
+    SGLang does without the rule (cite ``srt/...:line``). The function is returned unchanged, so
+    that one check taking ``(d, rule_id)`` can carry several rules, one decorator each (a table
+    of the rules whose findings one reading gives)."""
 
     def register(check):
         if rule_id in REGISTERED:

@@ -21,7 +21,7 @@ and :attr:`Stage.PAIR` on the two sides of a PD pair.
 
 from __future__ import annotations
 
-from sglang_eagle3_embed.core import rules_draft, rules_flags, rules_modes, rules_pd, rules_weights
+from sglang_eagle3_embed.core import rule_ids, rules_draft, rules_flags, rules_modes, rules_pd, rules_weights
 from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.findings import Finding, NotChecked, Severity
 from sglang_eagle3_embed.core.rule_registry import REGISTERED, Refused, Rule, Stage, refused, rule
@@ -44,11 +44,15 @@ __all__ = [
 RULE_MODULES = (rules_flags, rules_draft, rules_weights, rules_modes, rules_pd)
 """The modules that declare rules, in the order of :data:`RULES`."""
 
+_DECLARED_HERE = {m.__name__ for m in RULE_MODULES}
 RULES: dict[str, Rule] = {
-    r.id: r for module in RULE_MODULES for r in REGISTERED.values() if r.check.__module__ == module.__name__
+    i: REGISTERED[i]
+    for name, i in vars(rule_ids).items()
+    if name.isupper() and i in REGISTERED and REGISTERED[i].check.__module__ in _DECLARED_HERE
 }
-"""Every rule by id, in the order of the findings, of ``check``'s table and of docs/validation.md:
-by module as listed in :data:`RULE_MODULES`, then as declared."""
+"""Every rule of one launch by id, in the order of the findings, of ``check``'s table and of
+docs/validation.md: the order of :mod:`~sglang_eagle3_embed.core.rule_ids` (by module, as
+:data:`RULE_MODULES` lists them)."""
 
 
 PAIR_RULE_MODULE = "sglang_eagle3_embed.core.pd_pair"
@@ -70,7 +74,7 @@ def evaluate(d: Deployment, stage: Stage, rules: dict[str, Rule] = RULES) -> lis
     findings = []
     for r in rules.values():
         if r.stage is stage:
-            findings.extend(_finding(r, item) for item in r.check(d))
+            findings.extend(_finding(r, item) for item in r.run(d))
     return findings
 
 

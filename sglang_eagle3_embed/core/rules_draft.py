@@ -119,8 +119,58 @@ def with_plan(check):
     return checked
 
 
+@rule(
+    DRAFT_CONFIG_SHAPE,
+    Severity.ERROR,
+    Stage.POST,
+    "Malformed draft config fields",
+    "ignores a malformed eagle_config and captures defaults",
+)
+@rule(
+    DRAFT_IDS_INVALID,
+    Severity.ERROR,
+    Stage.POST,
+    "Aux layer ids that are not distinct integers",
+    "fails late or captures fewer states",
+)
+@rule(
+    DRAFT_IDS_CONFLICT,
+    Severity.ERROR,
+    Stage.POST,
+    "Nested and top-level ids (or conventions) disagree",
+    "the target reads the nested list while the draft may size its fc from the other",
+)
+@rule(
+    DRAFT_IDS_CONVENTION,
+    Severity.ERROR,
+    Stage.POST,
+    "Id convention invalid or contradicting the ids",
+    "guesses the convention from the first id (srt/models/deepseek_v2.py:3458-3473, PR #25454)",
+)
+@rule(
+    DRAFT_IDS_RANGE,
+    Severity.ERROR,
+    Stage.POST,
+    "Ids outside what the target can capture",
+    "fails at startup with 'captured k of n aux hidden states' (srt/layers/aux_hidden_states.py:84-90)",
+)
+@rule(
+    DRAFT_USE_AUX_OFF,
+    Severity.ERROR,
+    Stage.POST,
+    "use_aux_hidden_state is false under EAGLE3",
+    "captures nothing and skips the draft's fc silently",
+)
+@rule(
+    DRAFT_AUX_COUNT,
+    Severity.ERROR,
+    Stage.POST,
+    "Number of ids differs from what the draft's fc reads",
+    "fails in a matmul or a static-buffer copy, or passes garbage",
+)
 def _from_plan(d: Deployment, rule_id: str):
-    """The capture plan's findings under ``rule_id``: its error or its warnings carrying that id."""
+    """The capture plan's findings under ``rule_id``: its error or its warnings carrying that id.
+    The rules above are the plan's: one reading of the draft's ids, each finding under its id."""
     if not d.eagle3:
         return
     if isinstance(d.capture, DraftConfigError) and d.capture.rule == rule_id:
@@ -152,93 +202,12 @@ def _target_config(d: Deployment):
 
 
 @rule(
-    DRAFT_CONFIG_SHAPE,
-    Severity.ERROR,
-    Stage.POST,
-    "Malformed draft config fields",
-    "ignores a malformed eagle_config and captures defaults",
-)
-def _draft_config_shape(d: Deployment):
-    return _from_plan(d, DRAFT_CONFIG_SHAPE)
-
-
-@rule(
-    DRAFT_IDS_INVALID,
-    Severity.ERROR,
-    Stage.POST,
-    "Aux layer ids that are not distinct integers",
-    "fails late or captures fewer states",
-)
-def _draft_ids_invalid(d: Deployment):
-    return _from_plan(d, DRAFT_IDS_INVALID)
-
-
-@rule(
-    DRAFT_IDS_CONFLICT,
-    Severity.ERROR,
-    Stage.POST,
-    "Nested and top-level ids (or conventions) disagree",
-    "the target reads the nested list while the draft may size its fc from the other",
-)
-def _draft_ids_conflict(d: Deployment):
-    return _from_plan(d, DRAFT_IDS_CONFLICT)
-
-
-@rule(
-    DRAFT_IDS_CONVENTION,
-    Severity.ERROR,
-    Stage.POST,
-    "Id convention invalid or contradicting the ids",
-    "guesses the convention from the first id (srt/models/deepseek_v2.py:3458-3473, PR #25454)",
-)
-def _draft_ids_convention(d: Deployment):
-    return _from_plan(d, DRAFT_IDS_CONVENTION)
-
-
-@rule(
-    DRAFT_IDS_RANGE,
-    Severity.ERROR,
-    Stage.POST,
-    "Ids outside what the target can capture",
-    "fails at startup with 'captured k of n aux hidden states' (srt/layers/aux_hidden_states.py:84-90)",
-)
-def _draft_ids_range(d: Deployment):
-    return _from_plan(d, DRAFT_IDS_RANGE)
-
-
-@rule(
-    DRAFT_USE_AUX_OFF,
-    Severity.ERROR,
-    Stage.POST,
-    "use_aux_hidden_state is false under EAGLE3",
-    "captures nothing and skips the draft's fc silently",
-)
-def _draft_use_aux_off(d: Deployment):
-    return _from_plan(d, DRAFT_USE_AUX_OFF)
-
-
-@rule(
-    DRAFT_AUX_COUNT,
-    Severity.ERROR,
-    Stage.POST,
-    "Number of ids differs from what the draft's fc reads",
-    "fails in a matmul or a static-buffer copy, or passes garbage",
-)
-def _draft_aux_count(d: Deployment):
-    return _from_plan(d, DRAFT_AUX_COUNT)
-
-
-@rule(
     DRAFT_IDS_MISSING,
     Severity.WARNING,
     Stage.POST,
     "No aux layer ids in the draft config",
     "captures its default [2, L//2, L-3] silently (srt/models/deepseek_v2.py:3462-3465)",
 )
-def _draft_ids_missing(d: Deployment):
-    return _as_served(d, DRAFT_IDS_MISSING)
-
-
 @rule(
     DRAFT_IDS_UNDECLARED,
     Severity.WARNING,
@@ -247,10 +216,6 @@ def _draft_ids_missing(d: Deployment):
     "reads them with the first-id heuristic (srt/models/deepseek_v2.py:3458-3473); the plugin keeps "
     "that reading and asks for a declaration",
 )
-def _draft_ids_undeclared(d: Deployment):
-    return _as_served(d, DRAFT_IDS_UNDECLARED)
-
-
 def _as_served(d: Deployment, rule_id: str):
     """The capture plan's warning under ``rule_id``, worded for the model that serves the launch:
     the plugin's plan keeps the DeepSeek family's first-id reading; a target outside the family is

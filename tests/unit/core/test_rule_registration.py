@@ -107,10 +107,26 @@ def test_every_rule_is_declared_by_the_decorator():
     assert registration_problems(sources) == []
     assert registry_problems(REGISTERED) == []
     assert decorated_checks(sources) == len(REGISTERED) == len(every_rule())
-    assert list(every_rule().values()) == [
-        r for m in DECLARING for r in REGISTERED.values() if r.check.__module__ == m.__name__
-    ]
+    by_module = [r.id for m in DECLARING for r in REGISTERED.values() if r.check.__module__ == m.__name__]
+    assert sorted(every_rule()) == sorted(by_module)
     assert list(RULES) == [r for r in every_rule() if every_rule()[r].stage is not Stage.PAIR]
+
+
+def test_one_check_carries_several_rules_each_getting_its_id(monkeypatch):
+    """The capture plan's rules are one check under stacked decorators: each rule runs it with its
+    own id, so each finding lands under the rule it belongs to."""
+    monkeypatch.setattr(rule_registry, "REGISTERED", dict(REGISTERED))
+
+    @rule("planted-a", Severity.ERROR, Stage.POST, "t", "s")
+    @rule("planted-b", Severity.WARNING, Stage.POST, "t", "s")
+    def _check(d, rule_id):
+        yield f"{rule_id} on {d}"
+
+    planted = rule_registry.REGISTERED
+    assert list(planted["planted-a"].run("D")) == ["planted-a on D"]
+    assert list(planted["planted-b"].run("D")) == ["planted-b on D"]
+    plans = [r for r in RULES.values() if r.check.__name__ == "_from_plan"]
+    assert len(plans) == 7 and len({r.id for r in plans}) == 7
 
 
 def test_a_rule_is_declared_once():
