@@ -1,6 +1,6 @@
 """Which decoder layers a checkpoint's weights hold against the layers its config builds. Pure
-module: ``check``'s rules (``target-layers-missing``, ``draft-layers-missing``) and ``probe``'s
-refusal before a model loads (``doctor/request.py``) compare them here.
+module: ``check``'s rules (``target-layer-count``, ``draft-layer-count``) compare them here, and
+``probe`` refuses through those rules before a model loads.
 
 SGLang builds every layer a config counts and loads only the tensors a checkpoint holds: a layer
 the weights lack keeps its random initial values, one they hold beyond the count is dropped.

@@ -87,14 +87,49 @@ def _target_layer_count(d: Deployment):
         found.missing,
         found.extra,
         d.overridden("num_hidden_layers", "text_config"),
-        f"set num_hidden_layers to {found.plain} if the model has {found.plain} layers, or download "
-        f"the target's weights again (an interrupted download?)",
+        _target_fix(found, d.target_layers),
+        _mtp_note(found, d.target_text),
     )
 
 
-def _layer_count(model: str, count: int, held, missing, extra, source: str, fix: str) -> str:
+def _target_fix(found, layers) -> str:
+    """What to do about the target's layers: a count beyond the weights (their tail missing) is
+    a download stopped early, or a count to lower; a hole in the middle, a download to redo; layers
+    beyond the count, the count to raise."""
+    contiguous = len(layers) == max(layers, default=-1) + 1
+    if found.missing and not contiguous:
+        return "download the target's weights again (an interrupted download?)"
+    if found.missing:
+        return (
+            f"download the target's missing weights (an interrupted download?), or set num_hidden_layers "
+            f"to {found.plain} if the model has {found.plain} layers"
+        )
+    mtp = [i for i in found.extra if layers[i] & MTP_MODULES]
+    if found.plain == found.count and mtp:  # MTP layers the config does not allow
+        return (
+            f"set num_nextn_predict_layers to {max(mtp) - found.count + 1}: {describe_layers(mtp)} of the "
+            f"weights {'is an MTP layer' if len(mtp) == 1 else 'are MTP layers'} (eh_proj, enorm, hnorm)"
+        )
+    return f"set num_hidden_layers to {found.plain}, the decoder layers the weights hold"
+
+
+def _mtp_note(found, text) -> str:
+    """Why a layer past the count is not taken as an MTP layer, where the config allows some."""
+    nextn = text.get("num_nextn_predict_layers")
+    nextn = nextn if positive_int(nextn) else 0
+    if found.missing or not any(i < found.count + nextn for i in found.extra):
+        return ""
+    allowed = f"layer {found.count}" if nextn == 1 else f"layers {found.count}-{found.count + nextn - 1}"
+    return (
+        f" (num_nextn_predict_layers {nextn} allows MTP {allowed}, and an MTP layer holds eh_proj, "
+        f"enorm and hnorm)"
+    )
+
+
+def _layer_count(model: str, count: int, held, missing, extra, source: str, fix: str, note: str = "") -> str:
     """The message of a model (``target's``, ``draft's``) whose config builds ``count`` decoder
-    layers where its weights hold ``held``; ``source`` says when an override set the count."""
+    layers where its weights hold ``held``; ``source`` says when an override set the count, ``note``
+    why a layer past it is not one the config allows."""
     if missing:
         effect = f"SGLang would run {describe_layers(missing)} of the {model[:-2]} on uninitialised memory"
     else:
@@ -106,7 +141,7 @@ def _layer_count(model: str, count: int, held, missing, extra, source: str, fix:
         )
     return (
         f"the {model} config builds {count} decoder layer{'s' if count > 1 else ''} (num_hidden_layers "
-        f"{count}{source}), but its weights hold {describe_layers(held)}: {effect}, silently. Fix: {fix}."
+        f"{count}{source}), but its weights hold {describe_layers(held)}: {effect}, silently{note}. Fix: {fix}."
     )
 
 

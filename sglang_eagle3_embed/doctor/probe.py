@@ -25,8 +25,8 @@ from sglang_eagle3_embed.doctor.request import (
     check_capture,
     check_device,
     check_draft_weights,
-    check_layers,
     check_roles,
+    check_rules,
     check_widths,
     load_prompts,
 )
@@ -125,12 +125,12 @@ def probe_folders(request: ProbeRequest) -> ProbeReport:
 
     check_device(request)
     target = ModelFolder.read(request.target, "--target")
-    target_tensors = target.check_weights()
+    target.check_weights()  # a damaged checkpoint is named before anything reads it
     draft_folder = ModelFolder.read(request.draft, "--draft")
     draft_tensors = draft_folder.check_weights()
     check_roles(target, draft_folder)
-    check_layers(target, target_tensors)  # a layer the weights lack would load randomly initialised
     check_draft_weights(draft_folder, draft_tensors)
+    check_rules(target, draft_folder)  # check's rules: a layer the weights lack would load uninitialised
     check_capture(target, draft_folder)  # before a model loads: no late StopIteration or empty max()
     prompts = load_prompts(request)
     try:

@@ -18,22 +18,19 @@ from pathlib import Path
 
 import torch
 
-from sglang_eagle3_embed import FAMILY
+from sglang_eagle3_embed import FAMILY, MODEL_IMPL
+from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.core.atomic import check_writable
-from sglang_eagle3_embed.core.coverage import target_coverage
 from sglang_eagle3_embed.core.draft_config import DRAFT_ARCHS, fc_captures, resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError, InputError, positive_int
+from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.model_folder import (
     DRAFT_LAYER_PREFIXES,
     FC_WEIGHT_NAMES,
     INDEX,
-    MTP_MODULES,
     ModelFolder,
     ModelFolderError,
-    decoder_layers,
-    describe_layers,
     fc_in_features,
-    layer_prefixes,
     read_json,
     text_config,
 )
@@ -41,8 +38,8 @@ from sglang_eagle3_embed.core.rules_weights import fc_width_mismatch
 from sglang_eagle3_embed.doctor.wirings import candidate_wirings
 
 __all__ = [
-    "ProbeRequest", "check_capture", "check_device", "check_draft_weights", "check_layers", "check_output",
-    "check_roles", "check_widths", "load_prompts", "parse_engine_args",
+    "ProbeRequest", "check_capture", "check_device", "check_draft_weights", "check_output", "check_roles",
+    "check_rules", "check_widths", "load_prompts", "parse_engine_args",
 ]  # fmt: skip
 
 
@@ -155,77 +152,40 @@ def _weights(folder: ModelFolder) -> tuple[str, str]:
     return f"its {len(files)} *.safetensors files", "hold"
 
 
-def check_layers(target: ModelFolder, names=None) -> int:
-    """Before any model loads: the target's weights (``names``: its tensors; else read from their
-    headers) hold exactly the decoder layers its config counts, ``0 .. num_hidden_layers - 1``, and
-    beyond them at most ``num_nextn_predict_layers`` MTP layers (DeepSeek-V3 stores its MTP layer as
-    ``model.layers.{num_hidden_layers}``, known by its ``eh_proj``, ``enorm``, ``hnorm``). A layer the
-    weights lack loads randomly initialised, with one line of warning; a layer the config does not
-    count is dropped: either way the probe would score another model. Returns the layer count."""
-    if names is None:
-        names = target.check_weights()
-    config = text_config(target.config)
-    prefixes = layer_prefixes(target.config)
-    layers = decoder_layers(names, prefixes)
-    weights, verb = _weights(target)
-    held = f"{weights} {verb} {describe_layers(layers)}"
-    where = "config.json's text_config" if config is not target.config else "config.json"
-    count = config.get("num_hidden_layers")
-    found = target_coverage(config, layers)
-    top = max(layers, default=-1) + 1
-    contiguous = len(layers) == top  # layers 0 .. top - 1, none missing
-    # the decoder layers the weights hold: those before the first MTP layer
-    plain = found.plain if found else next((i for i in layers if layers[i] & MTP_MODULES), top)
-    suggest = (
-        f"set num_hidden_layers to {plain} in {where} (the decoder layers its weights hold), or use the "
-        f"model's original config.json"
-    )
-    if found is None:
-        fix = (
-            suggest
-            if layers and contiguous
-            else "use the model's original config.json, and download the model again"
-        )
-        raise ModelFolderError(
-            target.path,
-            f"{where} has no integer num_hidden_layers (found {count!r}), and {held}",
-            fix,
-            target.what,
-        )
-    if not layers:
-        raise ModelFolderError(
-            target.path,
-            f"{held} (no tensor named {prefixes[0]}{{i}}.*), where {where} says num_hidden_layers {count!r}",
-            "pass the target's model folder, or download the model again",
-            target.what,
-        )
-    missing, extra = found.missing, found.extra
-    if found.ok:
-        return count
-    says = f"{where} says num_hidden_layers {count}"
-    if missing:
-        gone = describe_layers(missing)
-        problem = f"{says}, but {held} ({gone} missing: the model would run them on random weights)"
-        if contiguous:
-            fix = (
-                f"download the model's missing weights (an interrupted download?), or set num_hidden_layers "
-                f"to {plain} in {where} if the model has {plain} layers"
-            )
-        else:
-            fix = "download the model again (an interrupted download?)"
-    else:
-        mtp = ""
-        nextn = config.get("num_nextn_predict_layers")
-        nextn = nextn if positive_int(nextn) else 0
-        if any(i < count + nextn for i in extra):
-            allowed = f"layer {count}" if nextn == 1 else f"layers {count}-{count + nextn - 1}"
-            mtp = (
-                f": num_nextn_predict_layers {nextn} allows MTP {allowed}, and an MTP layer holds "
-                f"eh_proj, enorm and hnorm"
-            )
-        problem = f"{says}, but {held} ({describe_layers(extra)} not counted, so left out of the model{mtp})"
-        fix = suggest
-    raise ModelFolderError(target.path, problem, fix, target.what)
+PROBE_LAUNCH = {
+    "speculative_algorithm": "EAGLE3",
+    "speculative_num_steps": 3,
+    "speculative_eagle_topk": 1,
+    "speculative_num_draft_tokens": 4,
+    "model_impl": MODEL_IMPL,
+}
+"""The launch ``probe`` reads a pair as: the plugin serving the draft (the flags matter to no rule
+that :data:`REFUSED` holds)."""
+
+REFUSED = {
+    rule_ids.TARGET_CONFIG: "--target",
+    rule_ids.TARGET_LAYER_COUNT: "--target",
+    rule_ids.DRAFT_ARCHITECTURE: "--draft",
+}
+"""The rules whose errors leave nothing to score, with the flag of the folder they judge: a target
+without a usable layer count, or whose weights lack layers its config counts (the model would run
+them on uninitialised weights) or hold layers it does not (left out): another model than the one
+the draft was trained on; a draft that is not an EAGLE-3 draft. The draft's ids are what probe
+scores, so the rules on them never refuse a probe."""
+
+
+def check_rules(target: ModelFolder, draft: ModelFolder) -> None:
+    """Before any model loads: the pair read as ``check`` reads it (``launch_snapshot.read_models``),
+    refused on an error of a :data:`REFUSED` rule, in that rule's words."""
+    from sglang_eagle3_embed.core.rules import Stage, evaluate
+    from sglang_eagle3_embed.patch.launch_snapshot import read_models
+
+    launch = {**PROBE_LAUNCH, "speculative_draft_model_path": str(draft.path)}
+    d = read_models(target.path, draft.path, launch)
+    for f in evaluate(d, Stage.PRE) + evaluate(d, Stage.POST):
+        if f.rule in REFUSED and f.severity is Severity.ERROR:
+            flag = REFUSED[f.rule]
+            raise InputError(f"{flag} {target.path if flag == '--target' else draft.path}: {f.message}")
 
 
 def check_draft_weights(draft: ModelFolder, names=None) -> None:
@@ -255,15 +215,12 @@ def check_draft_weights(draft: ModelFolder, names=None) -> None:
 
 
 def check_roles(target: ModelFolder, draft: ModelFolder) -> None:
-    """A DeepSeek-family target and an EAGLE-3 draft, in that order."""
+    """A DeepSeek-family target and an EAGLE-3 draft, not in the other order (a draft of another
+    kind is rule ``draft-architecture``'s, :func:`check_rules`)."""
     if any(a in DRAFT_ARCHS for a in target.architectures) or any(a in FAMILY for a in draft.architectures):
         raise InputError(
             f"--target {target.path} is {target.architectures} and --draft {draft.path} is "
             f"{draft.architectures}: did you swap --target and --draft?"
-        )
-    if not any(a in DRAFT_ARCHS for a in draft.architectures):
-        raise InputError(
-            f"--draft {draft.path}: probe reads EAGLE-3 drafts ({', '.join(DRAFT_ARCHS)}), not {draft.architectures}"
         )
 
 

@@ -21,7 +21,7 @@ from sglang_eagle3_embed.core.hub import HubError
 from sglang_eagle3_embed.core.model_folder import ModelFolderError
 from sglang_eagle3_embed.core.overrides import apply_overrides, parse_overrides
 
-__all__ = ["draft_weights", "locate", "read_config", "snapshot", "target_weights"]
+__all__ = ["draft_weights", "locate", "read_config", "read_models", "snapshot", "target_weights"]
 
 
 def locate(path: str | None, revision: str | None, download_dir: str | None, what: str, fetch: bool = False):
@@ -148,9 +148,6 @@ def snapshot(
         if _gguf(server_args.model_path)
         else locate(server_args.model_path, arg("revision"), download_dir, "--model-path", fetch)
     )
-    target = None
-    if target_folder is not None:
-        target, target_error = read_config(target_folder, arg("decrypted_config_file"))
     draft_folder, draft_error = locate(
         draft_path,
         arg("speculative_draft_model_revision"),
@@ -158,20 +155,50 @@ def snapshot(
         "--speculative-draft-model-path",
         fetch,
     )
-    draft = None
-    if draft_folder is not None:
-        draft, draft_error = read_config(draft_folder, arg("decrypted_draft_config_file"))
-    deployment = Deployment(
-        raw=raw,
+    return read_models(
+        target_folder,
+        draft_folder,
+        raw,
+        overrides=overrides,
+        config_files=(arg("decrypted_config_file"), arg("decrypted_draft_config_file")),
+        errors=(target_error, draft_error),
         explicit=frozenset(n for n in WATCHED if raw[n] != defaults.get(n)),
         resolved={n: resolution_result(server_args, n) for n in WATCHED} if resolved else {},
+        plugin_active=plugin_active,
+        plugin_reason=plugin_reason,
+    )
+
+
+def read_models(
+    target_folder,
+    draft_folder,
+    raw: dict,
+    *,
+    overrides: dict | None = None,
+    config_files: tuple = (None, None),
+    errors: tuple = (None, None),
+    **fields,
+) -> Deployment:
+    """The one reading of a (target, draft) pair of model folders that every rule reads: the
+    launch ``raw`` of them, both configs as SGLang builds them (``config_files``: the decrypted
+    config files, relative to the folders; ``overrides`` applied to both), and what the rules read
+    of their weights' headers. A folder that is None was not found (``errors``: why). ``check``,
+    the launch validator, ``probe`` and the property sweep all read a pair this way."""
+    overrides = {} if overrides is None else overrides
+    target_error, draft_error = errors
+    target = draft = None
+    if target_folder is not None:
+        target, target_error = read_config(target_folder, config_files[0])
+    if draft_folder is not None:
+        draft, draft_error = read_config(draft_folder, config_files[1])
+    deployment = Deployment(
+        raw=raw,
         target=apply_overrides(target, overrides),
         target_error=target_error,
         draft=apply_overrides(draft, overrides),
         draft_error=draft_error,
         overrides=overrides,
-        plugin_active=plugin_active,
-        plugin_reason=plugin_reason,
+        **fields,
         **(draft_weights(draft_folder) if draft is not None else {}),
     )
     if target is None or not deployment.reads_target_weights:

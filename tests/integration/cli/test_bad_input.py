@@ -129,7 +129,7 @@ BAD_PROBES = {
     "draft for another target width": "fc reads 96",
     "draft with an id more than its fc reads": "reads 192 features but the target would capture 4 x 64",
     "draft with an id fewer than its fc reads": "reads 192 features but the target would capture 2 x 64",
-    "target with 0 layers": "has no integer num_hidden_layers (found 0)",
+    "target with 0 layers": "num_hidden_layers (text_config.num_hidden_layers for Kimi-K2.5) is 0",
     "empty prompts file": "prompts.txt",
     "output into a missing folder": "report.json",
     "--num-prompts=0": "--num-prompts",

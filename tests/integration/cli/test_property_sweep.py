@@ -20,7 +20,6 @@ offline, each under a time limit; examples are derandomized, with no example dat
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import json
 import math
@@ -44,7 +43,7 @@ from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
 from sglang_eagle3_embed.core.overrides import parse_overrides
 from sglang_eagle3_embed.core.rules import RULES
 from sglang_eagle3_embed.doctor.pair import PairSpec, shipped_pair
-from sglang_eagle3_embed.patch.launch_snapshot import draft_weights, read_config, target_weights
+from sglang_eagle3_embed.patch.launch_snapshot import read_models
 from tests.support.cli_contract import Hung, assert_contract, check_verdict, run
 from tests.support.damage import (
     LENGTH_EDITS,
@@ -63,7 +62,7 @@ from tests.support.damage import (
     raw_config,
     weights_damage,
 )  # fmt: skip
-from tests.support.deployments import RAW, deployment, findings
+from tests.support.deployments import RAW, findings
 from tests.support.strategies import embed_ids
 
 PAIR = shipped_pair(PairSpec())
@@ -97,17 +96,8 @@ def code_reading(target: Path, draft: Path | None, raw=RAW, overrides=None) -> d
     """What is wrong with a launch of ``target`` and ``draft`` (None: no draft path) by the code's
     own reading: {rule id: severity} of every error and warning of the rule table, and of the capture
     plan (:func:`resolve_capture_plan`, asked directly: a rule that drops its verdict is caught).
-    The folders are read as ``check`` reads them (``patch/launch_snapshot.py``)."""
-    overrides = overrides or {}
-    target_config, target_error = read_config(target)
-    draft_config, draft_error = read_config(draft) if draft is not None else (None, None)
-    read = dict(draft_fc_in_features=None, draft_weight_files=(), draft_layers=None, target_layers=None)
-    d = deployment(target_config, draft_config, raw, overrides, **read)
-    d = dataclasses.replace(d, target_error=target_error, draft_error=draft_error)
-    if draft_config is not None:
-        d = dataclasses.replace(d, **draft_weights(draft))
-    if target_config is not None and d.reads_target_weights:
-        d = dataclasses.replace(d, **target_weights(target, d.target))
+    The folders are read as ``check`` and ``probe`` read them (``launch_snapshot.read_models``)."""
+    d = read_models(target, draft, raw, overrides=overrides or {})
     found = {f.rule: f.severity for f in findings(d) if f.severity is not Severity.NOT_CHECKED}
     if d.eagle3 and d.no_capture is None:
         try:

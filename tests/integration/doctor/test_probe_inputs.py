@@ -17,7 +17,7 @@ from sglang_eagle3_embed.doctor.kimi import kimi_config
 from sglang_eagle3_embed.doctor.pair import PairSpec, shipped_pair
 from sglang_eagle3_embed.doctor.probe import probe_folders
 from sglang_eagle3_embed.doctor.report import ProbeReport, WiringResult
-from sglang_eagle3_embed.doctor.request import ProbeRequest, check_layers
+from sglang_eagle3_embed.doctor.request import ProbeRequest, check_rules
 from sglang_eagle3_embed.doctor.wirings import PLUGIN, STOCK, Wiring
 from tests.support import in_process as run
 
@@ -137,65 +137,62 @@ TARGETS = {
     # what the user found: 3 layers more in config.json than in the weights, run at random
     "config counts 10 layers": (
         lambda p, t: target_copy(p, t, edit=set_layers(10)),
-        ["config.json says num_hidden_layers 10, but model.safetensors holds layers 0-6",
-         "layers 7-9 missing"],
-        "download the model's missing weights (an interrupted download?), or set num_hidden_layers to 7 "
-        "in config.json",
+        ["the target's config builds 10 decoder layers (num_hidden_layers 10), but its weights hold layers 0-6",
+         "SGLang would run layers 7-9 of the target on uninitialised memory"],
+        "download the target's missing weights (an interrupted download?), or set num_hidden_layers to 7 if "
+        "the model has 7 layers",
     ),
     "config without the count": (
         lambda p, t: target_copy(p, t, edit=drop_layers),
-        ["config.json has no integer num_hidden_layers (found None), and model.safetensors holds layers 0-6"],
-        "set num_hidden_layers to 7 in config.json",
+        ["the target's num_hidden_layers (text_config.num_hidden_layers for Kimi-K2.5) is None"],
+        "use the target's original config.json",
     ),
     "config counts 6 layers": (
         lambda p, t: target_copy(p, t, edit=set_layers(6)),
-        ["config.json says num_hidden_layers 6, but model.safetensors holds layers 0-6",
-         "layer 6 not counted, so left out of the model: num_nextn_predict_layers 1 allows MTP layer 6, "
-         "and an MTP layer holds eh_proj, enorm and hnorm"],
-        "set num_hidden_layers to 7 in config.json",
+        ["the target's config builds 6 decoder layers (num_hidden_layers 6), but its weights hold layers 0-6",
+         "SGLang would skip layer 6 of the target, silently (num_nextn_predict_layers 1 allows MTP layer 6, "
+         "and an MTP layer holds eh_proj, enorm and hnorm)"],
+        "set num_hidden_layers to 7, the decoder layers the weights hold",
     ),
     "weights without layer 3": (
         lambda p, t: target_copy(p, t, keep=without(3)),
-        ["config.json says num_hidden_layers 7, but model.safetensors holds layers 0-2, 4-6",
-         "layer 3 missing"],
-        "download the model again",
+        ["the target's config builds 7 decoder layers (num_hidden_layers 7), but its weights hold layers 0-2, 4-6",
+         "SGLang would run layer 3 of the target on uninitialised memory"],
+        "download the target's weights again (an interrupted download?)",
     ),
     "weights without the last layers": (
         lambda p, t: target_copy(p, t, keep=without(5, 6)),
-        ["config.json says num_hidden_layers 7, but model.safetensors holds layers 0-4", "layers 5-6 missing"],
-        "download the model's missing weights (an interrupted download?), or set num_hidden_layers to 5 "
-        "in config.json if the model has 5 layers",
+        ["but its weights hold layers 0-4", "SGLang would run layers 5-6 of the target"],
+        "download the target's missing weights (an interrupted download?), or set num_hidden_layers to 5 if "
+        "the model has 5 layers",
     ),
     "a layer 7 that is no MTP layer": (
         lambda p, t: target_copy(p, t, add={"model.layers.7.input_layernorm.weight": torch.ones(64)}),
-        ["config.json says num_hidden_layers 7, but model.safetensors holds layers 0-7",
-         "layer 7 not counted"],
-        "set num_hidden_layers to 8 in config.json",
+        ["but its weights hold layers 0-7", "SGLang would skip layer 7 of the target"],
+        "set num_hidden_layers to 8, the decoder layers the weights hold",
     ),
     "MTP layer beyond num_nextn_predict_layers 0": (
         lambda p, t: target_copy(
             p, t, edit=lambda c: c.update(num_nextn_predict_layers=0), add=mtp_layer(7)
         ),
-        ["config.json says num_hidden_layers 7, but model.safetensors holds layers 0-7",
-         "layer 7 not counted, so left out of the model)"],
-        "set num_hidden_layers to 7 in config.json",
+        ["but its weights hold layers 0-7", "SGLang would skip layer 7 of the target, silently."],
+        "set num_nextn_predict_layers to 1: layer 7 of the weights is an MTP layer (eh_proj, enorm, hnorm)",
     ),
     "shards for 10 layers": (
         lambda p, t: sharded_target(p, t, edit=set_layers(10)),
-        [f"config.json says num_hidden_layers 10, but the shards {INDEX} names hold layers 0-6"],
-        "download the model's missing weights",
+        ["the target's config builds 10 decoder layers (num_hidden_layers 10), but its weights hold layers 0-6"],
+        "download the target's missing weights",
     ),
     "Kimi text_config without the count": (
         lambda p, t: kimi_target(p, t, edit=drop_layers),
-        ["config.json's text_config has no integer num_hidden_layers (found None), and model.safetensors "
-         "holds layers 0-6"],
-        "set num_hidden_layers to 7 in config.json's text_config",
+        ["the target's num_hidden_layers (text_config.num_hidden_layers for Kimi-K2.5) is None"],
+        "use the target's original config.json",
     ),
     "Kimi text_config counts 10 layers": (
         lambda p, t: kimi_target(p, t, edit=set_layers(10)),
-        ["config.json's text_config says num_hidden_layers 10, but model.safetensors holds layers 0-6"],
-        "download the model's missing weights (an interrupted download?), or set num_hidden_layers to 7 "
-        "in config.json's text_config if the model has 7 layers",
+        ["the target's config builds 10 decoder layers (num_hidden_layers 10), but its weights hold layers 0-6"],
+        "download the target's missing weights (an interrupted download?), or set num_hidden_layers to 7 if "
+        "the model has 7 layers",
     ),
 }  # fmt: skip
 
@@ -210,7 +207,7 @@ def test_a_target_whose_weights_do_not_hold_its_layers_is_refused_before_it_load
     assert f"--target {target}: " in err, err
     for problem in problems:
         assert problem in err, (problem, err)
-    assert f"; {fix}" in err, (fix, err)
+    assert f"Fix: {fix}" in err, (fix, err)
     assert loads == []
 
 
@@ -227,7 +224,7 @@ def test_a_target_whose_weights_hold_its_layers_passes(pair, tmp_path, loads, ma
     """DeepSeek-V3's checkpoints hold its MTP layer as model.layers.{num_hidden_layers}: counted
     by num_nextn_predict_layers (1 in the tiny target's config), not refused."""
     target = make(pair, tmp_path)
-    assert check_layers(ModelFolder.read(target, "--target")) == 7
+    check_rules(ModelFolder.read(target, "--target"), ModelFolder.read(pair.draft, "--draft"))
     with pytest.raises(Loaded):
         probe_folders(ProbeRequest(target, pair.draft))
     assert len(loads) == 1
@@ -333,3 +330,21 @@ def test_no_scored_wiring_is_undetermined_a_finding_and_never_nothing_found_wron
     assert report["status"] == "undetermined" and not report["plugin_ok"]
     assert report["trained_for"] is None and report["best"] == []
     assert not any("nothing found wrong" in line for line in report["verdict"])
+
+
+@pytest.mark.releases
+def test_a_draft_of_another_kind_is_refused_in_the_words_of_check(pair, tmp_path, loads):
+    """probe refuses through check's rules: a plain LlamaForCausalLM config is rule
+    ``draft-architecture``'s finding, worded once, for both commands."""
+    from sglang_eagle3_embed.core.rule_ids import DRAFT_ARCHITECTURE
+    from sglang_eagle3_embed.doctor.check import run_check
+
+    draft = tmp_path / "draft"
+    shutil.copytree(pair.draft, draft)
+    edit_config(draft, lambda c: c.update(architectures=["LlamaForCausalLM"]))
+    err = refused(pair.target, draft)
+    launch = ["--model-path", str(pair.target), "--speculative-algorithm", "EAGLE3",
+              "--speculative-draft-model-path", str(draft), "--model-impl", "sglang_eagle3_embed"]  # fmt: skip
+    (finding,) = [f for f in run_check(launch) if f.rule == DRAFT_ARCHITECTURE]
+    assert err.strip() == f"sglang-eagle3-embed: error: --draft {draft}: {finding.message}"
+    assert loads == []

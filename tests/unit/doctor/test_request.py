@@ -56,15 +56,12 @@ def folder(tmp_path, name, config) -> ModelFolder:
     return ModelFolder.read(path)
 
 
-def test_roles_catch_a_swap_and_a_draft_of_another_kind(tmp_path):
+def test_roles_catch_a_swap(tmp_path):
     target = folder(tmp_path, "t", {"architectures": ["DeepseekV3ForCausalLM"]})
     draft = folder(tmp_path, "d", {"architectures": ["LlamaForCausalLMEagle3"]})
     check_roles(target, draft)
     with pytest.raises(InputError, match="did you swap --target and --draft"):
         check_roles(draft, target)
-    other = folder(tmp_path, "o", {"architectures": ["LlamaForCausalLM"]})
-    with pytest.raises(InputError, match="probe reads EAGLE-3 drafts"):
-        check_roles(target, other)
 
 
 def test_prompts_from_a_file_of_token_ids_or_uniform_over_the_vocabulary(tmp_path):
@@ -153,7 +150,8 @@ def test_a_target_without_layers_is_refused_before_a_model_loads(tmp_path, monke
     no_model_loads(monkeypatch)
     target, draft = pair_folders(tmp_path, ids=[-1, 2, 4], fc_captures=3, layers=0)
     with pytest.raises(
-        InputError, match=f"--target {target}: config.json has no integer num_hidden_layers .found 0."
+        InputError,
+        match=f"--target {target}: the target's num_hidden_layers .* is 0; expected a positive integer",
     ):
         probe_folders(ProbeRequest(target, draft))
 
