@@ -340,36 +340,33 @@ def _capture_message(a: Side, ca: Capture, b: Side, cb: Capture) -> str:
     return f"{said}{effect}. Fix: pass --model-impl {MODEL_IMPL} on {wrong.name}."
 
 
-def _handshake(p: Pair, name: str, error: str, lines: str):
-    """Page size and KV-cache dtype: SGLang compares them itself, when the decode server first
-    contacts the prefill, and stops the decode server's scheduler."""
+HANDSHAKE = {
+    rule_ids.PD_PAIR_PAGE_SIZE: ("page_size", "Page size mismatch", "1320-1325"),
+    rule_ids.PD_PAIR_KV_CACHE_DTYPE: ("kv_cache_dtype", "KV cache dtype mismatch", "1327-1335"),
+}
+"""What SGLang compares itself when the decode server first contacts the prefill: the setting, the
+error that stops the decode server's scheduler, and its lines in srt/disaggregation/common/conn.py."""
+SILENT_HANDSHAKE = (
+    "stops the decode server's scheduler at its first contact with the prefill "
+    "(srt/disaggregation/common/conn.py:1320-1335), after both have loaded their weights"
+)
+
+
+@rule(rule_ids.PD_PAIR_PAGE_SIZE, Severity.ERROR, Stage.PAIR, "The two sides resolve other page sizes",
+      SILENT_HANDSHAKE)  # fmt: skip
+@rule(rule_ids.PD_PAIR_KV_CACHE_DTYPE, Severity.ERROR, Stage.PAIR, "The two sides resolve other KV-cache dtypes",
+      SILENT_HANDSHAKE)  # fmt: skip
+def _handshake(p: Pair, rule_id: str):
     unresolved = _not_resolved(p)
     if unresolved:
         yield from unresolved
         return
+    name, error, lines = HANDSHAKE[rule_id]
     yield from _differs(
         name, p, "resolves",
         f"SGLang's decode server stops at its first contact with the prefill: RuntimeError: "
         f"{error} (srt/disaggregation/common/conn.py:{lines}).",
     )  # fmt: skip
-
-
-@rule(
-    rule_ids.PD_PAIR_PAGE_SIZE, Severity.ERROR, Stage.PAIR, "The two sides resolve other page sizes",
-    "stops the decode server's scheduler at its first contact with the prefill (conn.py:1320-1325), "
-    "after both have loaded their weights",
-)  # fmt: skip
-def _page_size(p: Pair):
-    yield from _handshake(p, "page_size", "Page size mismatch", "1320-1325")
-
-
-@rule(
-    rule_ids.PD_PAIR_KV_CACHE_DTYPE, Severity.ERROR, Stage.PAIR, "The two sides resolve other KV-cache dtypes",
-    "stops the decode server's scheduler at its first contact with the prefill (conn.py:1327-1335), "
-    "after both have loaded their weights",
-)  # fmt: skip
-def _kv_cache_dtype(p: Pair):
-    yield from _handshake(p, "kv_cache_dtype", "KV cache dtype mismatch", "1327-1335")
 
 
 @rule(
@@ -388,5 +385,10 @@ def _backend(p: Pair):
     )  # fmt: skip
 
 
-PAIR_RULES: dict[str, Rule] = {r.id: r for r in REGISTERED.values() if r.check.__module__ == __name__}
-"""Every rule of a PD pair by id, in the order of the report and of ``docs/validation.md``."""
+PAIR_RULES: dict[str, Rule] = {
+    i: REGISTERED[i]
+    for name, i in vars(rule_ids).items()
+    if name.isupper() and i in REGISTERED and REGISTERED[i].check.__module__ == __name__
+}
+"""Every rule of a PD pair by id, in the order of :mod:`~sglang_eagle3_embed.core.rule_ids`, of the
+report and of ``docs/validation.md``."""

@@ -110,7 +110,14 @@ def pd(mode: str, *extra: str, **kwargs) -> tuple[str, ...]:
 
 
 PREFILL = Scenario(pd("prefill"), peer=pd("decode"))
-"""A matching PD pair: each pair rule's close example, unless it needs a closer one."""
+"""A matching PD pair: each pair rule's close example."""
+
+
+def mismatch(*flags: str, steps=(3, 1, 4), impl=MODEL_IMPL, **changes) -> tuple[Scenario, Scenario]:
+    """A pair rule's examples: a prefill whose decode side adds ``flags`` (``steps``, ``impl`` and
+    the peer folders' ``changes`` as given), and the matching pair."""
+    return Scenario(pd("prefill"), peer=pd("decode", *flags, steps=steps, impl=impl), **changes), PREFILL
+
 
 EXAMPLES: dict[str, tuple[Scenario, Scenario]] = {
     rule_ids.PARTIAL_SPEC_TRIPLE: (
@@ -220,48 +227,23 @@ EXAMPLES: dict[str, tuple[Scenario, Scenario]] = {
         Scenario(launch("--disaggregation-mode", "null")),
     ),
     rule_ids.PD_PAIR_ROLES: (Scenario(pd("decode"), peer=pd("decode")), PREFILL),
-    rule_ids.PD_PAIR_TARGET: (
-        Scenario(
-            pd("prefill"),
-            peer=pd("decode", "--model-path", "PEER_TARGET"),
-            peer_target={"max_position_embeddings": 512},
-        ),
-        PREFILL,
+    rule_ids.PD_PAIR_TARGET: mismatch(
+        "--model-path", "PEER_TARGET", peer_target={"max_position_embeddings": 512}
     ),
-    rule_ids.PD_PAIR_DRAFT: (
-        Scenario(
-            pd("prefill"),
-            peer=pd("decode", "--speculative-draft-model-path", "PEER_DRAFT"),
-            peer_draft={"intermediate_size": 256},
-        ),
-        PREFILL,
+    rule_ids.PD_PAIR_DRAFT: mismatch(
+        "--speculative-draft-model-path", "PEER_DRAFT", peer_draft={"intermediate_size": 256}
     ),
-    rule_ids.PD_PAIR_MODEL_NAMES: (
-        Scenario(pd("prefill"), peer=pd("decode", "--model-path", "PEER_TARGET")),
-        PREFILL,
-    ),
-    rule_ids.PD_PAIR_PLUGIN: (Scenario(pd("prefill"), peer=pd("decode", impl=None)), PREFILL),
+    rule_ids.PD_PAIR_MODEL_NAMES: mismatch("--model-path", "PEER_TARGET"),
+    rule_ids.PD_PAIR_PLUGIN: mismatch(impl=None),
     rule_ids.PD_PAIR_SPECULATIVE: (
         Scenario(pd("prefill"), peer=("--model-path", "TARGET", "--disaggregation-mode", "decode")),
         PREFILL,
     ),
-    rule_ids.PD_PAIR_SPECULATIVE_SETTINGS: (
-        Scenario(pd("prefill"), peer=pd("decode", steps=(5, 1, 6))),
-        PREFILL,
-    ),
-    rule_ids.PD_PAIR_CAPTURE: (Scenario(pd("prefill"), peer=pd("decode", impl=None)), PREFILL),
-    rule_ids.PD_PAIR_PAGE_SIZE: (
-        Scenario(pd("prefill"), peer=pd("decode", "--page-size", "16")),
-        PREFILL,
-    ),
-    rule_ids.PD_PAIR_KV_CACHE_DTYPE: (
-        Scenario(pd("prefill"), peer=pd("decode", "--kv-cache-dtype", "fp8_e4m3")),
-        PREFILL,
-    ),
-    rule_ids.PD_PAIR_TRANSFER_BACKEND: (
-        Scenario(pd("prefill"), peer=pd("decode", "--disaggregation-transfer-backend", "nixl")),
-        PREFILL,
-    ),
+    rule_ids.PD_PAIR_SPECULATIVE_SETTINGS: mismatch(steps=(5, 1, 6)),
+    rule_ids.PD_PAIR_CAPTURE: mismatch(impl=None),
+    rule_ids.PD_PAIR_PAGE_SIZE: mismatch("--page-size", "16"),
+    rule_ids.PD_PAIR_KV_CACHE_DTYPE: mismatch("--kv-cache-dtype", "fp8_e4m3"),
+    rule_ids.PD_PAIR_TRANSFER_BACKEND: mismatch("--disaggregation-transfer-backend", "nixl"),
 }
 
 
