@@ -79,7 +79,7 @@ def findings_for(scenario: Scenario, root: Path):
 
 
 def _named(message: str, root: Path, names: dict[str, str]) -> str:
-    for folder, name in names.items():  # the peer folders first: "target" is a prefix of neither
+    for folder, name in names.items():  # no folder's path is part of another's: any order
         message = message.replace(str(root / folder), name)
     return message
 

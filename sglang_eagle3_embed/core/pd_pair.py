@@ -21,7 +21,7 @@ from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.errors import flag
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
 from sglang_eagle3_embed.core.pd import MODES, PEER, SPEC_TRIPLE, Capture, capture_of, pd_mode
-from sglang_eagle3_embed.core.rule_registry import REGISTERED, Rule, Stage, rule
+from sglang_eagle3_embed.core.rule_registry import Rule, Stage, declared_in, rule
 
 __all__ = ["COMPARED", "PAIR_RULES", "Pair", "Side"]
 
@@ -385,10 +385,6 @@ def _backend(p: Pair):
     )  # fmt: skip
 
 
-PAIR_RULES: dict[str, Rule] = {
-    i: REGISTERED[i]
-    for name, i in vars(rule_ids).items()
-    if name.isupper() and i in REGISTERED and REGISTERED[i].check.__module__ == __name__
-}
+PAIR_RULES: dict[str, Rule] = declared_in(__name__)
 """Every rule of a PD pair by id, in the order of :mod:`~sglang_eagle3_embed.core.rule_ids`, of the
 report and of ``docs/validation.md``."""

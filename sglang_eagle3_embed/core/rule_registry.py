@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from enum import Enum
 
+from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
 
-__all__ = ["REGISTERED", "Refused", "Rule", "Stage", "refused", "rule"]
+__all__ = ["REGISTERED", "Refused", "Rule", "Stage", "declared_in", "refused", "rule"]
 
 
 class Stage(str, Enum):
@@ -65,12 +66,12 @@ class Rule:
     """Yields a message per problem, or :class:`NotChecked` when it lacks what it reads. It reads
     what its stage gives: a :class:`Deployment`, a :class:`Refused`, or a PD pair; a check that
     takes a second parameter gets the rule's id too (one check declared under several ids)."""
+    takes_id: bool = False
+    """The check takes ``(subject, rule_id)`` (read from its signature once, when it is declared)."""
 
     def run(self, subject) -> Iterable[str | NotChecked]:
         """The check's messages on ``subject`` (what the rule's stage reads)."""
-        if len(inspect.signature(self.check, follow_wrapped=False).parameters) == 2:
-            return self.check(subject, self.id)
-        return self.check(subject)
+        return self.check(subject, self.id) if self.takes_id else self.check(subject)
 
 
 REGISTERED: dict[str, Rule] = {}
@@ -87,7 +88,19 @@ def rule(rule_id: str, severity: Severity, stage: Stage, title: str, silent: str
     def register(check):
         if rule_id in REGISTERED:
             raise ValueError(f"rule {rule_id!r} is declared twice")
-        REGISTERED[rule_id] = Rule(rule_id, severity, Stage(stage), title, silent, check)
+        takes_id = len(inspect.signature(check, follow_wrapped=False).parameters) == 2
+        REGISTERED[rule_id] = Rule(rule_id, severity, Stage(stage), title, silent, check, takes_id)
         return check
 
     return register
+
+
+def declared_in(*modules: str) -> dict[str, Rule]:
+    """The rules whose checks the named ``modules`` declare, by id, in the order of
+    :mod:`~sglang_eagle3_embed.core.rule_ids` (stacked decorators register bottom-up, so the order
+    of registration is not the order to show)."""
+    return {
+        i: REGISTERED[i]
+        for name, i in vars(rule_ids).items()
+        if name.isupper() and i in REGISTERED and REGISTERED[i].check.__module__ in modules
+    }

@@ -21,10 +21,10 @@ and :attr:`Stage.PAIR` on the two sides of a PD pair.
 
 from __future__ import annotations
 
-from sglang_eagle3_embed.core import rule_ids, rules_draft, rules_flags, rules_modes, rules_pd, rules_weights
+from sglang_eagle3_embed.core import rules_draft, rules_flags, rules_modes, rules_pd, rules_weights
 from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.findings import Finding, NotChecked, Severity
-from sglang_eagle3_embed.core.rule_registry import REGISTERED, Refused, Rule, Stage, refused, rule
+from sglang_eagle3_embed.core.rule_registry import Refused, Rule, Stage, declared_in, refused, rule
 
 __all__ = [
     "PAIR_RULE_MODULE",
@@ -44,12 +44,7 @@ __all__ = [
 RULE_MODULES = (rules_flags, rules_draft, rules_weights, rules_modes, rules_pd)
 """The modules that declare rules, in the order of :data:`RULES`."""
 
-_DECLARED_HERE = {m.__name__ for m in RULE_MODULES}
-RULES: dict[str, Rule] = {
-    i: REGISTERED[i]
-    for name, i in vars(rule_ids).items()
-    if name.isupper() and i in REGISTERED and REGISTERED[i].check.__module__ in _DECLARED_HERE
-}
+RULES: dict[str, Rule] = declared_in(*(m.__name__ for m in RULE_MODULES))
 """Every rule of one launch by id, in the order of the findings, of ``check``'s table and of
 docs/validation.md: the order of :mod:`~sglang_eagle3_embed.core.rule_ids` (by module, as
 :data:`RULE_MODULES` lists them)."""

@@ -182,7 +182,7 @@ def check_rules(target: ModelFolder, draft: ModelFolder) -> None:
 
     launch = {**PROBE_LAUNCH, "speculative_draft_model_path": str(draft.path)}
     d = read_models(target.path, draft.path, launch)
-    for f in evaluate(d, Stage.PRE) + evaluate(d, Stage.POST):
+    for f in evaluate(d, Stage.POST):  # every rule of REFUSED runs after SGLang's resolution
         if f.rule in REFUSED and f.severity is Severity.ERROR:
             flag = REFUSED[f.rule]
             raise InputError(f"{flag} {target.path if flag == '--target' else draft.path}: {f.message}")
