@@ -80,9 +80,11 @@ MADE_FROM = "made_from.json"
 def _deterministic(device: str):
     if device != "cpu":
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        # warn_only: an op without a deterministic CUDA kernel warns rather than stops the build;
-        # whether a rebuild gave the same bytes shows in the manifests' digests either way.
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        # Strict, not warn_only: with warn_only, PyTorch keeps memory-efficient attention's
+        # backward (the draft's training) on its non-deterministic kernel and only warns, so two
+        # builds on one GPU trained different drafts. An op without a deterministic CUDA kernel
+        # stops the build with PyTorch's error naming it.
+        torch.use_deterministic_algorithms(True)
 
 
 def train_narrow(spec: KimiPairSpec, device: str = "cpu"):

@@ -150,11 +150,14 @@ CHAT_TEMPLATE = (
     "{{ part['text'] }}{% endfor %}"
     "{% endif %}{% endfor %}"
 )
-"""The text of the messages and of their text parts, joined by spaces (the language has no role or turn tokens). SGLang's
-start-up warm-up of a VLM sends a chat completion with an image whenever the tokenizer is loaded
-(``srt/entrypoints/http_server.py:2400-2403``) and the server exits when the tokenizer has no
-template; the real checkpoint ships one. Images are left out of the prompt: the text model serves
-text only."""
+"""The text of the messages and of their text parts, joined by spaces (the language has no role or turn tokens), so
+chat clients reach the text model as users' clients reach the real checkpoint's template. Images
+are left out of the prompt: the text model serves text only. SGLang's start-up warm-up of a VLM
+sends a chat completion with an image whenever the tokenizer is loaded
+(``srt/entrypoints/http_server.py:2401``); with no placeholder in the prompt SGLang's Kimi-K2.5
+processor refuses it ("Kimi image placeholders must map one-to-one to image data",
+``srt/multimodal/processors/kimi_k25.py:580``) and the server exits. Serve these folders with
+``--skip-tokenizer-init`` or ``--skip-server-warmup``."""
 
 
 def write_serving_files(folder: Path) -> None:

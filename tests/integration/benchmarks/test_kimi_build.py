@@ -5,6 +5,7 @@ experts and bf16 weights rounded alike), stock SGLang's reading of the shipped i
 tensors, the wide draft computes what the narrow draft computes, and a stopped build resumes."""
 
 import json
+import os
 
 import pytest
 import torch
@@ -231,3 +232,24 @@ def test_real_speedup_serves_the_built_folder_with_the_kimi_suite(built, tmp_pat
     assert suite is configs.KIMI_SPEEDUP and target == built["target"]
     assert drafts == {"nested": str(built["draft-fixed"]), "seed": str(built["draft"])}
     assert spec.target_spec() == SPEC.target_spec()  # the same language for the serving client
+    for server in suite.servers:
+        # SGLang's start-up warm-up sends KimiK25ForConditionalGeneration an image through the chat
+        # template, which the built tokenizer has no placeholder for: every server skips it.
+        assert suite.kwargs(server, target, drafts)["skip_server_warmup"] is True, server
+
+
+def test_a_gpu_build_trains_with_strictly_deterministic_algorithms(monkeypatch):
+    """warn_only would leave memory-efficient attention's backward non-deterministic."""
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", "")  # recorded, so the test's value is undone
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG")
+    before = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
+    try:
+        kimi_build._deterministic("cuda")
+        assert torch.are_deterministic_algorithms_enabled()
+        assert not torch.is_deterministic_algorithms_warn_only_enabled()
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
