@@ -168,7 +168,7 @@ def cpu_models(target: Path, ids) -> tuple[dict, object]:
     """The three captures on SGLang's DeepSeek classes (stock twice, the plugin's once)."""
     from sglang.srt.models import deepseek_v2 as stock
 
-    from sglang_eagle3_embed.core.ids import IDS_FIELD
+    from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
     from sglang_eagle3_embed.doctor import sglang_cpu
     from sglang_eagle3_embed.patch import deepseek_capture as capture
     from sglang_eagle3_embed.patch import deepseek_models as models

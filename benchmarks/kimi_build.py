@@ -60,8 +60,8 @@ from benchmarks.kimi_pair import (
     widen_tensor,
 )
 from benchmarks.real_pair import _timed, capture_map, compact, language_accuracy
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
-from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
 from sglang_eagle3_embed.doctor import cache
 from sglang_eagle3_embed.doctor.pair import write_config_variant
 
@@ -294,7 +294,7 @@ def write_target(
 
     from safetensors.torch import save_file
 
-    from sglang_eagle3_embed.core.model_folder import DTYPE_BITS, safetensors_header
+    from sglang_eagle3_embed.core.readers.model_folder import DTYPE_BITS, safetensors_header
     from sglang_eagle3_embed.doctor.kimi import kimi_config, vision_weights, write_serving_files
     from sglang_eagle3_embed.doctor.quantized import int4_config
     from sglang_eagle3_embed.doctor.tokenizer import write_tokenizer

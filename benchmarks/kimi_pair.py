@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 import torch
 
 from benchmarks.real_pair import PairRecipe, capture_map
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
-from sglang_eagle3_embed.core.ids import IDS_FIELD
-from sglang_eagle3_embed.core.stock_sglang import stock_reading
+from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
+from sglang_eagle3_embed.core.capture.stock_sglang import stock_reading
 from sglang_eagle3_embed.doctor.kimi import REAL_TEXT
 
 __all__ = [

@@ -63,7 +63,7 @@ def engine_args() -> dict:
 def measure(args) -> dict:
     from dataclasses import replace
 
-    from sglang_eagle3_embed.core.model_folder import ModelFolder
+    from sglang_eagle3_embed.core.readers.model_folder import ModelFolder
     from sglang_eagle3_embed.doctor.backends import make_backend
     from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
     from sglang_eagle3_embed.doctor.probe import run_probe

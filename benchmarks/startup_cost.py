@@ -77,7 +77,7 @@ def measure(repeat: int, with_check: bool) -> dict:
     import_ms = (time.perf_counter() - start) * 1000
     register_ms = timed_ms(plugin.register)
     load_plugins()  # SGLang applies the registered hooks; the plugin is now active in this process
-    from sglang_eagle3_embed.core.rules import evaluate
+    from sglang_eagle3_embed.core.rules.table import evaluate
     from sglang_eagle3_embed.patch.launch_snapshot import snapshot
 
     resolved = prepare_server_args(plugin_argv)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sglang_eagle3_embed.core.errors import InputError
-from sglang_eagle3_embed.core.overrides import override_error, parse_overrides
+from sglang_eagle3_embed.core.readers.overrides import override_error, parse_overrides
 
 __all__ = ["add_model_arguments", "json_overrides"]
 

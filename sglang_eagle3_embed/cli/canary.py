@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from sglang_eagle3_embed.core.canary import Expectations
+    from sglang_eagle3_embed.core.canary.expectations import Expectations
     from sglang_eagle3_embed.core.errors import InputError
     from sglang_eagle3_embed.doctor.canary import run_canary
 

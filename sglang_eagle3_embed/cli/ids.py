@@ -8,19 +8,19 @@ import json
 from sglang_eagle3_embed import FAMILY, MODEL_IMPL
 from sglang_eagle3_embed.cli._args import add_model_arguments, json_overrides
 from sglang_eagle3_embed.cli._exit import EXIT_FINDINGS, EXIT_OK
-from sglang_eagle3_embed.core.conventions import default_of, missing_advice, undeclared_advice
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.conventions import default_of, missing_advice, undeclared_advice
+from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.stock_sglang import stock_reading
 from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
-from sglang_eagle3_embed.core.hub import locate
-from sglang_eagle3_embed.core.model_folder import config_file, layer_count, read_json
-from sglang_eagle3_embed.core.overrides import apply_overrides
+from sglang_eagle3_embed.core.readers.hub import locate
+from sglang_eagle3_embed.core.readers.model_folder import config_file, layer_count, read_json
+from sglang_eagle3_embed.core.readers.overrides import apply_overrides
 from sglang_eagle3_embed.core.rule_ids import (
     DRAFT_CONFIG_SHAPE,
     DRAFT_IDS_CONFLICT,
     DRAFT_IDS_INVALID,
     DRAFT_IDS_MISSING,
 )
-from sglang_eagle3_embed.core.stock_sglang import stock_reading
 
 __all__ = ["add_parser", "run"]
 

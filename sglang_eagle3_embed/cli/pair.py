@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from sglang_eagle3_embed.cli._exit import EXIT_OK
-from sglang_eagle3_embed.core.draft_config import LLAMA_DRAFT, MLA_DRAFT
-from sglang_eagle3_embed.core.hub import check_repo
+from sglang_eagle3_embed.core.capture.draft_config import LLAMA_DRAFT, MLA_DRAFT
+from sglang_eagle3_embed.core.readers.hub import check_repo
 
 __all__ = ["add_parser", "run"]
 

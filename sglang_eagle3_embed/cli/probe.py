@@ -62,7 +62,7 @@ def _path(path: str) -> Path:
 def request(args):
     """The typed request of ``args``: the one place where the probe's flags are read. A hub id is
     its snapshot in the local Hugging Face cache, found as SGLang finds it (never downloaded)."""
-    from sglang_eagle3_embed.core.hub import locate
+    from sglang_eagle3_embed.core.readers.hub import locate
     from sglang_eagle3_embed.doctor.request import ProbeRequest, parse_engine_args
 
     return ProbeRequest(

@@ -1,7 +1,7 @@
 """Exceptions raised by the plugin, with the refusal messages they carry. Pure module.
 
 A message names what was wrong, what SGLang would have done silently, and the fix. The startup
-rules (:mod:`sglang_eagle3_embed.core.rules`) report the same refusals before any GPU work; the
+rules (:mod:`sglang_eagle3_embed.core.rules.table`) report the same refusals before any GPU work; the
 model glue raises them at load time, for launches that bypass the launcher's validation. The helpers
 every refusal uses live here too: :func:`flag` (a field's launch flag), :func:`shown` (a user's
 value, cut) and :func:`positive_int` (what counts as a count in a JSON config).
@@ -94,7 +94,7 @@ class UnsupportedModeError(RuleError):
     @classmethod
     def not_deepseek(cls, arch: str | None, reading: str = "not modelled") -> UnsupportedModeError:
         """The plugin asked for on a target outside the DeepSeek family; ``reading``: how stock
-        SGLang's own model of ``arch`` reads the ids (``core/stock_sglang.py``)."""
+        SGLang's own model of ``arch`` reads the ids (``core/capture/stock_sglang.py``)."""
         own = {
             "add-one": "adds 1 to every id, so -1 already means the embedding output there",
             "first-id": (

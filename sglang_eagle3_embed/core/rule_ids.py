@@ -9,13 +9,13 @@ plan warns with, the code that examines a finding's rule, and the examples of
 :mod:`sglang_eagle3_embed.testing.rule_examples`. ``tests/unit/core/test_rule_ids.py`` keeps every
 rule id string literal of the package in this module.
 
-Listed in the order of :func:`sglang_eagle3_embed.core.rules.every_rule`, by the module that
+Listed in the order of :func:`sglang_eagle3_embed.core.rules.table.every_rule`, by the module that
 declares the rule.
 """
 
 from __future__ import annotations
 
-# rules_flags: the launch flags
+# rules/flags: the launch flags
 PARTIAL_SPEC_TRIPLE = "partial-spec-triple"
 MODEL_IMPL_TYPO = "model-impl-typo"
 PLUGIN_INACTIVE = "plugin-inactive"
@@ -25,7 +25,7 @@ CUDA_GRAPH_ABOVE_MAX_RUNNING = "cuda-graph-above-max-running"
 DRAFT_PATH_MISSING = "draft-path-missing"
 EAGLE_WITH_EAGLE3_DRAFT = "eagle-with-eagle3-draft"
 
-# rules_draft: the draft, the capture plan it gives, and how it fits the target
+# rules/draft: the draft, the capture plan it gives, and how it fits the target
 DRAFT_CONFIG_UNREADABLE = "draft-config-unreadable"
 DRAFT_WEIGHTS_UNREADABLE = "draft-weights-unreadable"
 DRAFT_ARCHITECTURE = "draft-architecture"
@@ -43,24 +43,24 @@ DRAFT_TARGET_HIDDEN = "draft-target-hidden"
 DRAFT_VOCAB = "draft-vocab"
 STOCK_MISREADS_DRAFT = "stock-misreads-draft"
 
-# rules_weights: what the weights' headers hold
+# rules/weights: what the weights' headers hold
 TARGET_LAYER_COUNT = "target-layer-count"
 MTP_LAYER_MISSING = "mtp-layer-missing"
 DRAFT_FC_WIDTH = "draft-fc-width"
 DRAFT_LAYER_COUNT = "draft-layer-count"
 DRAFT_FC_SKIPPED = "draft-fc-skipped"
 
-# rules_modes: what the plugin supports, and SGLang's own resolution refusing the launch
+# rules/modes: what the plugin supports, and SGLang's own resolution refusing the launch
 TARGET_NOT_DEEPSEEK = "target-not-deepseek"
 PIPELINE_PARALLEL = "pipeline-parallel"
 TWO_BATCH_OVERLAP = "two-batch-overlap"
 JSON_OVERRIDE_EAGLE_CONFIG = "json-override-eagle-config"
 SGLANG_RESOLUTION = "sglang-resolution"
 
-# rules_pd: a PD-disaggregated side and the other side it cannot see
+# rules/pd: a PD-disaggregated side and the other side it cannot see
 PD_PEER = "pd-peer"
 
-# pd_pair: the two command lines of a PD pair compared (``check ARGS --pd-peer PEER_ARGS``)
+# rules/pair: the two command lines of a PD pair compared (``check ARGS --pd-peer PEER_ARGS``)
 PD_PAIR_ROLES = "pd-pair-roles"
 PD_PAIR_TARGET = "pd-pair-target"
 PD_PAIR_DRAFT = "pd-pair-draft"

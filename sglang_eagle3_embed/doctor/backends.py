@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from sglang_eagle3_embed.core.errors import InputError
-from sglang_eagle3_embed.core.model_folder import ModelFolder, read_config, text_config
+from sglang_eagle3_embed.core.readers.model_folder import ModelFolder, read_config, text_config
 from sglang_eagle3_embed.doctor.quantized import QUANTIZATIONS, dequantized_weights, quantization_of
 from sglang_eagle3_embed.doctor.weights import read_safetensors, read_tensor
 
@@ -152,8 +152,8 @@ class SGLangCpuBackend:
         return torch.cat(out, dim=1)
 
     def states(self, tokens: torch.Tensor, indices: list[int]) -> dict[int, torch.Tensor]:
-        from sglang_eagle3_embed.core.draft_config import CapturePlan
-        from sglang_eagle3_embed.core.ids import Convention
+        from sglang_eagle3_embed.core.capture.draft_config import CapturePlan
+        from sglang_eagle3_embed.core.capture.ids import Convention
         from sglang_eagle3_embed.doctor.sglang_cpu import prefill_captures
         from sglang_eagle3_embed.patch.deepseek_capture import apply_plan
 

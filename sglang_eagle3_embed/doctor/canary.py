@@ -1,6 +1,6 @@
 """The canary's two ends outside a server: the expectations a probe report records, and a running
 server (or a PD router) asked over HTTP. The format, pooling and verdict are
-:mod:`sglang_eagle3_embed.core.canary`; the server's own startup self-check is
+:mod:`sglang_eagle3_embed.core.canary.expectations`; the server's own startup self-check is
 :mod:`sglang_eagle3_embed.patch.canary_warmup`."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from sglang_eagle3_embed.core.canary import (
+from sglang_eagle3_embed.core.canary.expectations import (
     READ,
     Expectations,
     Served,

@@ -18,7 +18,6 @@ import textwrap
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 
-from sglang_eagle3_embed.core.deployment import Deployment
 from sglang_eagle3_embed.core.errors import (
     InputError,
     PluginInactiveError,
@@ -27,9 +26,10 @@ from sglang_eagle3_embed.core.errors import (
     positive_int,
 )
 from sglang_eagle3_embed.core.findings import Finding, Severity
-from sglang_eagle3_embed.core.overrides import override_error
+from sglang_eagle3_embed.core.readers.deployment import Deployment
+from sglang_eagle3_embed.core.readers.overrides import override_error
 from sglang_eagle3_embed.core.releases import installed_sglang_version, release
-from sglang_eagle3_embed.core.rules import RULES, Rule, Stage, evaluate, not_checked, refused, verdicts
+from sglang_eagle3_embed.core.rules.table import RULES, Rule, Stage, evaluate, not_checked, refused, verdicts
 
 __all__ = [
     "Check",
@@ -174,9 +174,9 @@ def parse_launch(args: list[str]):
 def locate_models(server_args) -> None:
     """An :class:`InputError` (exit 2) for a model path that names nothing here: a local path that
     does not exist, or a hub id the local Hugging Face cache does not hold at its revision (``check``
-    never downloads; :func:`~sglang_eagle3_embed.core.hub.resolve` names the repo, the revision and
+    never downloads; :func:`~sglang_eagle3_embed.core.readers.hub.resolve` names the repo, the revision and
     the fix)."""
-    from sglang_eagle3_embed.core import hub
+    from sglang_eagle3_embed.core.readers import hub
 
     download_dir = getattr(server_args, "download_dir", None)
     for named, path, revision in (

@@ -17,9 +17,9 @@ from pathlib import Path
 import torch
 
 from sglang_eagle3_embed import MODEL_IMPL
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
-from sglang_eagle3_embed.core.ids import IDS_FIELD, describe_capture_indices
-from sglang_eagle3_embed.core.stock_sglang import stock_reading
+from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD, describe_capture_indices
+from sglang_eagle3_embed.core.capture.stock_sglang import stock_reading
 from sglang_eagle3_embed.doctor.chain import score, simulate
 
 __all__ = ["SERVE", "closing_lines", "run_demo"]

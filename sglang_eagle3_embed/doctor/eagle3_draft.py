@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from sglang_eagle3_embed.core.draft_config import (
+from sglang_eagle3_embed.core.capture.draft_config import (
     DRAFT_ARCHS,
     LLAMA_DRAFT,
     MLA_DRAFT,
@@ -34,7 +34,7 @@ from sglang_eagle3_embed.core.draft_config import (
     read_draft_ids,
 )
 from sglang_eagle3_embed.core.errors import InputError, positive_int
-from sglang_eagle3_embed.core.model_folder import read_config
+from sglang_eagle3_embed.core.readers.model_folder import read_config
 from sglang_eagle3_embed.doctor.weights import read_safetensors
 
 __all__ = ["Eagle3Draft", "load_draft"]

@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from sglang_eagle3_embed.core.hub import DEFAULT_REVISION, repo_folder
+from sglang_eagle3_embed.core.readers.hub import DEFAULT_REVISION, repo_folder
 from sglang_eagle3_embed.doctor.cache import file_digest
 
 __all__ = ["publish"]
@@ -27,7 +27,7 @@ def publish(
     weights: bool = True,
 ) -> Path:
     """Cache the files of ``folder`` as ``repo`` at ``revision`` in ``cache`` (default: the cache
-    SGLang reads, :func:`~sglang_eagle3_embed.core.hub.cache_dir`); returns the snapshot folder.
+    SGLang reads, :func:`~sglang_eagle3_embed.core.readers.hub.cache_dir`); returns the snapshot folder.
     The commit hash is derived from the files, so the same folder gets the same snapshot.
     ``weights=False`` leaves out the ``*.safetensors`` files (a snapshot whose configs alone were
     downloaded)."""

@@ -33,9 +33,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.ids import CONVENTION_FIELD, IDS_FIELD, Convention
 from sglang_eagle3_embed.core.errors import DraftConfigError, InputError
-from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD, Convention
 from sglang_eagle3_embed.doctor import cache
 from sglang_eagle3_embed.doctor.tiny_target import (
     GPU_TARGET,

@@ -1,6 +1,6 @@
 """The service behind ``sglang-eagle3-embed check ARGS --pd-peer PEER_ARGS``: both command lines of a
 PD-disaggregated deployment checked as ``check`` checks one (:mod:`sglang_eagle3_embed.doctor.check`),
-then compared by the pair's rules (:mod:`sglang_eagle3_embed.core.pd_pair`), all in one table form.
+then compared by the pair's rules (:mod:`sglang_eagle3_embed.core.rules.pair`), all in one table form.
 Imports sglang only when run.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.core.findings import Finding, Severity
-from sglang_eagle3_embed.core.pd_pair import COMPARED, PAIR_RULES, Pair, Side
 from sglang_eagle3_embed.core.rule_ids import PD_PEER
-from sglang_eagle3_embed.core.rules import Stage, evaluate
+from sglang_eagle3_embed.core.rules.pair import COMPARED, PAIR_RULES, Pair, Side
+from sglang_eagle3_embed.core.rules.table import Stage, evaluate
 from sglang_eagle3_embed.doctor.check import (
     Check,
     LaunchArgumentsError,
@@ -39,7 +39,7 @@ class PairCheck:
     sides: tuple[tuple[str, str, Check], ...]
     """``(name, given_as, check)`` per side: ``the prefill side``, ``the command line``, its check."""
     findings: list[Finding]
-    """What the pair's rules (:data:`~sglang_eagle3_embed.core.pd_pair.PAIR_RULES`) found."""
+    """What the pair's rules (:data:`~sglang_eagle3_embed.core.rules.pair.PAIR_RULES`) found."""
 
     @property
     def ok(self) -> bool:

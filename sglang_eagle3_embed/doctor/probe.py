@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from sglang_eagle3_embed.core.errors import InputError
-from sglang_eagle3_embed.core.model_folder import ModelFolder
+from sglang_eagle3_embed.core.readers.model_folder import ModelFolder
 from sglang_eagle3_embed.doctor.chain import score, simulate
 from sglang_eagle3_embed.doctor.report import ProbeReport, WiringResult
 from sglang_eagle3_embed.doctor.request import (

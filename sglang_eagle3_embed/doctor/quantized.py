@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from sglang_eagle3_embed.core.model_folder import INDEX, read_config, text_config
+from sglang_eagle3_embed.core.readers.model_folder import INDEX, read_config, text_config
 from sglang_eagle3_embed.doctor import cache
 
 __all__ = [

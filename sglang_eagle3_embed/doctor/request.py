@@ -21,10 +21,10 @@ import torch
 from sglang_eagle3_embed import FAMILY, MODEL_IMPL
 from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.core.atomic import check_writable
-from sglang_eagle3_embed.core.draft_config import DRAFT_ARCHS, fc_captures, resolve_capture_plan
+from sglang_eagle3_embed.core.capture.draft_config import DRAFT_ARCHS, fc_captures, resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError, InputError, positive_int
 from sglang_eagle3_embed.core.findings import Severity
-from sglang_eagle3_embed.core.model_folder import (
+from sglang_eagle3_embed.core.readers.model_folder import (
     DRAFT_LAYER_PREFIXES,
     FC_WEIGHT_NAMES,
     INDEX,
@@ -34,7 +34,7 @@ from sglang_eagle3_embed.core.model_folder import (
     read_json,
     text_config,
 )
-from sglang_eagle3_embed.core.rules_weights import fc_width_mismatch
+from sglang_eagle3_embed.core.rules.weights import fc_width_mismatch
 from sglang_eagle3_embed.doctor.wirings import candidate_wirings
 
 __all__ = [
@@ -177,7 +177,7 @@ scores, so the rules on them never refuse a probe."""
 def check_rules(target: ModelFolder, draft: ModelFolder) -> None:
     """Before any model loads: the pair read as ``check`` reads it (``launch_snapshot.read_models``),
     refused on an error of a :data:`REFUSED` rule, in that rule's words."""
-    from sglang_eagle3_embed.core.rules import Stage, evaluate
+    from sglang_eagle3_embed.core.rules.table import Stage, evaluate
     from sglang_eagle3_embed.patch.launch_snapshot import read_models
 
     launch = {**PROBE_LAUNCH, "speculative_draft_model_path": str(draft.path)}

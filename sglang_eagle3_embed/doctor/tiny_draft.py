@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from sglang_eagle3_embed.core.draft_config import LLAMA_DRAFT, MLA_DRAFT
+from sglang_eagle3_embed.core.capture.draft_config import LLAMA_DRAFT, MLA_DRAFT
 from sglang_eagle3_embed.doctor.eagle3_draft import Eagle3Draft
 
 __all__ = ["agreement", "draft_config_dict", "mla_draft_config_dict", "train_draft"]
@@ -109,7 +109,7 @@ def train_draft(
     trains ("training-time test"), so that later chain steps are useful too. ``mla``: an MLA draft
     (:func:`mla_draft_config_dict`) instead of a Llama one; ``config_overrides``: keys of the draft's
     config set otherwise (its norms' epsilon, its MLP width)."""
-    from sglang_eagle3_embed.core.ids import Convention, id_to_capture_index
+    from sglang_eagle3_embed.core.capture.ids import Convention, id_to_capture_index
     from sglang_eagle3_embed.doctor.chain import draft_chain
 
     config = target.config

@@ -1,12 +1,12 @@
 """Read a model folder's weights into one state dict (torch + safetensors): the files
-:func:`~sglang_eagle3_embed.core.model_folder.weight_files` names (the index's shards, else every
+:func:`~sglang_eagle3_embed.core.readers.model_folder.weight_files` names (the index's shards, else every
 ``*.safetensors``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_eagle3_embed.core.model_folder import weight_files
+from sglang_eagle3_embed.core.readers.model_folder import weight_files
 
 __all__ = ["read_safetensors", "read_tensor"]
 

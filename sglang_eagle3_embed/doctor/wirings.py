@@ -6,7 +6,7 @@ plugin's reading of the draft config, stock SGLang 0.5.23's, and the readings a 
 convention or a slip would give: every layer moved by one, each one moved alone, the embedding
 replaced or dropped. They come from the ids themselves when the plugin refuses the config.
 Deduplicated: a wiring reached several ways keeps every name, each with the kind of reading that
-gave it (:class:`sglang_eagle3_embed.core.canary.Kind`).
+gave it (:class:`sglang_eagle3_embed.core.canary.expectations.Kind`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sglang_eagle3_embed.core.canary import Kind
-from sglang_eagle3_embed.core.draft_config import DraftIds, read_draft_ids, resolve_capture_plan
+from sglang_eagle3_embed.core.canary.expectations import Kind
+from sglang_eagle3_embed.core.capture.draft_config import DraftIds, read_draft_ids, resolve_capture_plan
+from sglang_eagle3_embed.core.capture.ids import Convention, describe_capture_indices, stock_capture_indices
+from sglang_eagle3_embed.core.capture.stock_sglang import stock_reading
 from sglang_eagle3_embed.core.errors import DraftConfigError
-from sglang_eagle3_embed.core.ids import Convention, describe_capture_indices, stock_capture_indices
-from sglang_eagle3_embed.core.stock_sglang import stock_reading
 
 __all__ = ["DEFAULTS", "LITERAL", "PLUGIN", "STOCK", "Wiring", "candidate_wirings"]
 

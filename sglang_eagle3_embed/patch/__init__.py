@@ -31,12 +31,9 @@ equal to what ``tests/unit/test_layout.py`` finds), and each kind of process imp
   rules read of a launch), ``deepseek_models`` (80), ``deepseek_capture`` (170, the only plugin
   code on the forward path), ``canary_warmup`` (180);
 - the pure core they call (no torch, no sglang), about 3,600 lines: ``core.releases``,
-  ``core.errors``, ``core.rule_ids`` (every process); ``core.draft_config``, ``core.ids``,
-  ``core.conventions``, ``core.findings`` (the capture plan, in a worker at model load),
-  ``core.stock_sglang`` (only to word a refusal); ``core.rules``, ``core.rules_draft``,
-  ``core.rules_flags``, ``core.rules_modes``, ``core.rules_pd``, ``core.rules_weights``,
-  ``core.rule_registry``, ``core.deployment``, ``core.overrides``, ``core.hub``,
-  ``core.model_folder``, ``core.coverage``, ``core.pd`` (the startup rules, in the launcher, for a
+  ``core.errors``, ``core.rule_ids`` (every process); ``core.capture`` and ``core.findings`` (the
+  capture plan, in a worker at model load; ``capture.stock_sglang`` only to word a refusal);
+  ``core.rules``, ``core.readers`` and ``core.pd`` (the startup rules, in the launcher, for a
   launch that asks for the plugin); ``core.canary`` (the warmup, when it runs).
 """
 

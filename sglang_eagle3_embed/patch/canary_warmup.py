@@ -6,10 +6,10 @@ the server listens (``srt/entrypoints/http_server.py:418-424``). The plugin regi
 :func:`self_check` there; the user opts in with ``--warmups eagle3_embed_canary`` and names the
 expectations file (written by ``probe --expectations``) in ``SGLANG_EAGLE3_EMBED_CANARY``. The check
 sends the recorded prompts through the tokenizer manager, pools the served accept lengths and
-judges them (:mod:`sglang_eagle3_embed.core.canary`). ``SGLANG_EAGLE3_EMBED_CANARY_MODE``: ``log``
+judges them (:mod:`sglang_eagle3_embed.core.canary.expectations`). ``SGLANG_EAGLE3_EMBED_CANARY_MODE``: ``log``
 (the default) logs the verdict; ``raise`` stops the server on a failed check, as SGLang stops it on
 a failed warmup (``kill_process_tree``, ``http_server.py:2531-2535``). Registering imports nothing
-else: the canary's code (:mod:`sglang_eagle3_embed.core.canary`) loads when the check runs.
+else: the canary's code (:mod:`sglang_eagle3_embed.core.canary.expectations`) loads when the check runs.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from sglang_eagle3_embed import WARMUP
 
 if TYPE_CHECKING:
-    from sglang_eagle3_embed.core.canary import Expectations
+    from sglang_eagle3_embed.core.canary.expectations import Expectations
 
 __all__ = ["WHAT", "register", "self_check"]
 
@@ -40,14 +40,14 @@ def _stop(message: str) -> None:
     """Stop the server as SGLang does on a failed warmup: the whole process tree."""
     from sglang.srt.utils import kill_process_tree
 
-    from sglang_eagle3_embed.core.canary import ENV_MODE
+    from sglang_eagle3_embed.core.canary.expectations import ENV_MODE
 
     logger.error("sglang_eagle3_embed: stopping the server (%s=raise): %s", ENV_MODE, message)
     kill_process_tree(os.getpid())
 
 
 def _mode() -> str:
-    from sglang_eagle3_embed.core.canary import ENV_MODE, MODES
+    from sglang_eagle3_embed.core.canary.expectations import ENV_MODE, MODES
     from sglang_eagle3_embed.core.errors import InputError
 
     mode = os.environ.get(ENV_MODE, "log")
@@ -60,7 +60,7 @@ def _expectations(disaggregation_mode: str, server_args) -> tuple[Expectations, 
     """The expectations the check judges this server by, and a note for its verdict ("" or why the
     draft's config differs from the recorded one). Raises :class:`InputError` when the check cannot
     run: no file, a PD side, other settings, another target, or another draft's weights."""
-    from sglang_eagle3_embed.core.canary import (
+    from sglang_eagle3_embed.core.canary.expectations import (
         ENV_FILE,
         READ,
         Expectations,
@@ -120,9 +120,9 @@ def _differs(served: str | None, recorded: str | None) -> bool:
 
 def _served(path: str | None, revision: str | None, download_dir: str | None) -> str | None:
     """The folder the server loaded: a local folder, or a hub id's cached snapshot found as SGLang
-    found it (:func:`~sglang_eagle3_embed.core.hub.locate`). None where it cannot be read here: the
+    found it (:func:`~sglang_eagle3_embed.core.readers.hub.locate`). None where it cannot be read here: the
     comparison is then skipped, as it is for expectations recorded without digests."""
-    from sglang_eagle3_embed.core.hub import HubError, locate
+    from sglang_eagle3_embed.core.readers.hub import HubError, locate
 
     if not path:
         return None
@@ -152,7 +152,7 @@ async def self_check(disaggregation_mode: str, tokenizer_manager) -> bool:
     """The registered warmup: True when the server feeds the draft what it was trained on."""
     from sglang.srt.managers.io_struct import GenerateReqInput
 
-    from sglang_eagle3_embed.core.canary import generate_body, judge, pool
+    from sglang_eagle3_embed.core.canary.expectations import generate_body, judge, pool
     from sglang_eagle3_embed.core.errors import InputError
 
     started = time.monotonic()

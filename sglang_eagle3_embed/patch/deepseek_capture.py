@@ -10,7 +10,7 @@ CUDA graph and context-parallel prefill all call ``DeepseekV2Model.forward``
 into its own buffer (``srt/layers/aux_hidden_states.py:70-71``), so the embedding is never an alias
 of a residual that a later layer updates in place.
 
-What the plugin adds: the right indices (from :mod:`sglang_eagle3_embed.core.draft_config`), the order
+What the plugin adds: the right indices (from :mod:`sglang_eagle3_embed.core.capture.draft_config`), the order
 the draft was trained with (the packer fills blocks in ascending layer order), a width check, and a
 clear refusal of the modes that cannot deliver the captures.
 """
@@ -24,9 +24,9 @@ import torch
 from sglang.srt.models.deepseek_v2 import DeepseekV2ForCausalLM, DeepseekV2Model
 
 from sglang_eagle3_embed import MODEL_IMPL
-from sglang_eagle3_embed.core.draft_config import CapturePlan, fc_width, resolve_capture_plan
+from sglang_eagle3_embed.core.capture.draft_config import CapturePlan, fc_width, resolve_capture_plan
+from sglang_eagle3_embed.core.capture.ids import describe_capture_indices
 from sglang_eagle3_embed.core.errors import UnsupportedModeError
-from sglang_eagle3_embed.core.ids import describe_capture_indices
 
 __all__ = [
     "Eagle3EmbedDeepseekV2Model",

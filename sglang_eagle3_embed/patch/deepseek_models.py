@@ -77,7 +77,7 @@ def plugin_class_for(stock_cls: type) -> type:
         return _PLUGIN_CLASSES[stock_cls]
     except KeyError:
         # the model of stock SGLang words the refusal; a served target never needs it
-        from sglang_eagle3_embed.core.stock_sglang import reading_of
+        from sglang_eagle3_embed.core.capture.stock_sglang import reading_of
 
         name = stock_cls.__name__
         raise UnsupportedModeError.not_deepseek(name, reading_of(name)) from None

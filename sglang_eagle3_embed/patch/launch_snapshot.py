@@ -2,7 +2,7 @@
 (docs/patches.md §6).
 
 :func:`snapshot` turns SGLang's ``ServerArgs`` (before or after its resolution) into a
-:class:`~sglang_eagle3_embed.core.deployment.Deployment`: the flags the user passed and what SGLang
+:class:`~sglang_eagle3_embed.core.readers.deployment.Deployment`: the flags the user passed and what SGLang
 resolved, both models' configs found and built as SGLang builds them, and what the rules read of
 their weights' headers. The launcher imports it only for a launch that asks for the plugin
 (:mod:`sglang_eagle3_embed.patch.speculative_validation`); ``check`` imports it on any command line.
@@ -15,18 +15,18 @@ import os
 import stat
 from pathlib import Path
 
-from sglang_eagle3_embed.core import coverage, hub, model_folder
-from sglang_eagle3_embed.core.deployment import WATCHED, Deployment
-from sglang_eagle3_embed.core.hub import HubError
-from sglang_eagle3_embed.core.model_folder import ModelFolderError
-from sglang_eagle3_embed.core.overrides import apply_overrides, parse_overrides
+from sglang_eagle3_embed.core.readers import coverage, hub, model_folder
+from sglang_eagle3_embed.core.readers.deployment import WATCHED, Deployment
+from sglang_eagle3_embed.core.readers.hub import HubError
+from sglang_eagle3_embed.core.readers.model_folder import ModelFolderError
+from sglang_eagle3_embed.core.readers.overrides import apply_overrides, parse_overrides
 
 __all__ = ["draft_weights", "locate", "read_config", "read_models", "snapshot", "target_weights"]
 
 
 def locate(path: str | None, revision: str | None, download_dir: str | None, what: str, fetch: bool = False):
     """``(folder, None)``: the local folder of a model path, a local folder or the cached snapshot
-    of a hub id (:func:`~sglang_eagle3_embed.core.hub.locate`, as SGLang finds it); ``(None, None)``
+    of a hub id (:func:`~sglang_eagle3_embed.core.readers.hub.locate`, as SGLang finds it); ``(None, None)``
     without a path; ``(None, why not)`` for a hub id the cache does not hold. With ``fetch`` (a
     launch, online), a hub id that is not cached has its configs downloaded, as SGLang downloads
     them next (``srt/model_loader/weight_utils.py:326-337``); its weights come later, with SGLang's."""

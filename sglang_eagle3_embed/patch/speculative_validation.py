@@ -45,8 +45,8 @@ def validate_launch(server_args, previous) -> None:
     if not requested(server_args):
         previous(server_args)
         return
-    from sglang_eagle3_embed.core.rule_registry import Stage
-    from sglang_eagle3_embed.core.rules import evaluate
+    from sglang_eagle3_embed.core.rules.registry import Stage
+    from sglang_eagle3_embed.core.rules.table import evaluate
     from sglang_eagle3_embed.patch.launch_snapshot import snapshot
 
     state = dict(plugin_active=State.active, plugin_reason=State.reason, fetch=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sglang_eagle3_embed.core.ids import stock_capture_indices
+from sglang_eagle3_embed.core.capture.ids import stock_capture_indices
 from sglang_eagle3_embed.doctor.pair import GPU_PAIR
 
 TRAINED = tuple(i + 1 for i in GPU_PAIR.ids)

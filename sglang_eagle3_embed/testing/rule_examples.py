@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core import rule_ids
-from sglang_eagle3_embed.core.draft_config import LLAMA_DRAFT
-from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
+from sglang_eagle3_embed.core.capture.draft_config import LLAMA_DRAFT
+from sglang_eagle3_embed.core.capture.ids import CONVENTION_FIELD, IDS_FIELD
 
 __all__ = [
     "BASE_DRAFT",

@@ -29,8 +29,15 @@ import json
 import pytest
 
 from sglang_eagle3_embed import MODEL_IMPL
-from sglang_eagle3_embed.core.canary import ENV_FILE, ENV_MODE, WARMUP, Expectations, Served, judge
-from sglang_eagle3_embed.core.ids import CONVENTION_FIELD
+from sglang_eagle3_embed.core.canary.expectations import (
+    ENV_FILE,
+    ENV_MODE,
+    WARMUP,
+    Expectations,
+    Served,
+    judge,
+)
+from sglang_eagle3_embed.core.capture.ids import CONVENTION_FIELD
 from sglang_eagle3_embed.doctor.pair import write_config_variant
 from sglang_eagle3_embed.testing import engine_run
 from sglang_eagle3_embed.testing.server_run import run_servers

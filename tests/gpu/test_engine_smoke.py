@@ -7,7 +7,7 @@ lossless and accept-length tests use the trained pair (test_acceptance.py)."""
 
 import pytest
 
-from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
 from tests.gpu.tiny_models import build_target, write_draft
 
 pytestmark = pytest.mark.gpu

@@ -17,7 +17,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
 from sglang_eagle3_embed.doctor.kimi import REAL_TEXT, REAL_VISION, kimi_config
 from sglang_eagle3_embed.doctor.quantized import int4_config
 

@@ -2,10 +2,10 @@
 draft on ``[-1, 2, 4]``, the launch flags, and what the rules read of both checkpoints' weights."""
 
 from sglang_eagle3_embed import MODEL_IMPL
-from sglang_eagle3_embed.core.deployment import Deployment
-from sglang_eagle3_embed.core.ids import IDS_FIELD
-from sglang_eagle3_embed.core.overrides import apply_overrides
-from sglang_eagle3_embed.core.rules import Stage, evaluate
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
+from sglang_eagle3_embed.core.readers.deployment import Deployment
+from sglang_eagle3_embed.core.readers.overrides import apply_overrides
+from sglang_eagle3_embed.core.rules.table import Stage, evaluate
 
 TARGET = {
     "architectures": ["DeepseekV3ForCausalLM"],

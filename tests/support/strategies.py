@@ -2,7 +2,7 @@
 
 from hypothesis import strategies as st
 
-from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
+from sglang_eagle3_embed.core.capture.ids import CONVENTION_FIELD, IDS_FIELD
 
 
 @st.composite

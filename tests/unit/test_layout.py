@@ -16,9 +16,12 @@ reaches on some paths) count as much as those at the top of a module:
 6. ``tests/`` never imports ``benchmarks``, except the benchmarks' own tests
    (``tests/integration/benchmarks/``: they exist to run and import the benchmark scripts). The
    tests that need what a benchmark uses import it from the harness, as the benchmark does;
-7. nothing edits ``sys.path``: every import resolves by its package name.
+7. nothing edits ``sys.path``: every import resolves by its package name;
+8. the core's subpackages import in one direction (:data:`CORE_LAYERS`): ``capture`` (all a worker
+   imports of the core) nothing of the others, ``readers`` the capture vocabulary, ``pd`` both,
+   ``rules`` all three, ``canary`` the readers; the shared modules at the top of ``core`` none.
 
-``test_the_contract_catches_a_planted_import`` shows rules 1-6 failing on planted violations,
+``test_the_contract_catches_a_planted_import`` shows rules 1-6 and 8 failing on planted violations,
 ``test_a_planted_sys_path_edit_is_found`` rule 7.
 """
 
@@ -41,6 +44,15 @@ NOT_IN_A_SERVER = (f"{PACKAGE}.doctor", f"{PACKAGE}.cli", HARNESS)
 OUTSIDE = ("tests", "tools", "benchmarks")
 SCANNED = (PACKAGE, "tests", "benchmarks", "tools", "examples")
 """The top-level folders whose every Python file the contract reads."""
+CORE = f"{PACKAGE}.core"
+CORE_LAYERS = {
+    "capture": set(),
+    "readers": {"capture"},
+    "pd": {"capture", "readers"},
+    "rules": {"capture", "readers", "pd"},
+    "canary": {"capture", "readers"},
+}
+"""Each subpackage of the core -> the subpackages it may import (rule 8)."""
 BENCHMARK_TESTS = "tests.integration.benchmarks"
 """The one part of the tests that imports ``benchmarks`` (rule 6)."""
 
@@ -112,6 +124,15 @@ def chain(seen: dict[str, str], module: str) -> str:
     return " <- ".join(path)
 
 
+def core_part(module: str) -> str | None:
+    """The subpackage of the core ``module`` is in, ``""`` for a shared module at the core's top,
+    ``None`` outside the core."""
+    if not within(module, (CORE,)) or module == CORE:
+        return None
+    part = module.removeprefix(CORE + ".").split(".")[0]
+    return part if part in CORE_LAYERS else ""
+
+
 def violations(graph: dict[str, set[str]], outside_names: set[str]) -> list[str]:
     """Every broken rule, one line each. ``graph`` holds the package's modules and may hold those of
     the other scanned folders (rules 5 and 6)."""
@@ -138,6 +159,14 @@ def violations(graph: dict[str, set[str]], outside_names: set[str]) -> list[str]
         harness = sorted(i for i in imported if within(i, (HARNESS,)))
         if harness and not within(module, (HARNESS,)):
             found.append(f"{module} imports the test harness: {harness}")
+    for module, imported in graph.items():
+        part = core_part(module)
+        if part is None:
+            continue
+        allowed = {part} | CORE_LAYERS.get(part, set())
+        bad = sorted(i for i in imported if core_part(i) and core_part(i) not in allowed)
+        if bad:
+            found.append(f"{module} (core.{part or 'shared'}) imports {bad}: against CORE_LAYERS")
     for module, imported in others.items():
         tests = sorted(i for i in imported if within(i, ("tests",)))
         if tests and not within(module, ("tests",)):
@@ -161,7 +190,7 @@ def repository_graph() -> dict[str, set[str]]:
 
 def test_the_repository_keeps_the_import_contract():
     graph = repository_graph()
-    for seen in (f"{PACKAGE}.core.rules", f"{PACKAGE}.doctor.probe", f"{HARNESS}.engine_run",
+    for seen in (f"{PACKAGE}.core.rules.table", f"{PACKAGE}.doctor.probe", f"{HARNESS}.engine_run",
                  "benchmarks.speedup", "tools.validation_docs", "tests.gpu.test_lossless"):  # fmt: skip
         assert seen in graph, seen  # the walk saw them
     assert violations(graph, outside_module_names()) == []
@@ -213,7 +242,11 @@ def test_a_server_reaches_the_glue_lazily_imported_by_the_hooks():
 
 
 PLANTED = {
-    "core imports torch": (f"{PACKAGE}.core.ids", "import torch\n", "pure sglang_eagle3_embed.core.ids"),
+    "core imports torch": (
+        f"{PACKAGE}.core.capture.ids",
+        "import torch\n",
+        "pure sglang_eagle3_embed.core.capture.ids",
+    ),
     "core reaches sglang through another module": (
         f"{PACKAGE}.core.findings",
         "from sglang_eagle3_embed.patch import deepseek_capture\n",
@@ -245,9 +278,24 @@ PLANTED = {
         f"a server imports {HARNESS}.engine_run",
     ),
     "the core imports the harness (relative import)": (
-        f"{PACKAGE}.core.rules",
-        "from ..testing import rule_examples\n",
-        f"{PACKAGE}.core.rules imports the test harness: ['{HARNESS}', '{HARNESS}.rule_examples']",
+        f"{PACKAGE}.core.rules.table",
+        "from ...testing import rule_examples\n",
+        f"{PACKAGE}.core.rules.table imports the test harness: ['{HARNESS}', '{HARNESS}.rule_examples']",
+    ),
+    "the capture vocabulary imports a rule": (
+        f"{CORE}.capture.draft_config",
+        "def f():\n    from sglang_eagle3_embed.core.rules.table import RULES\n",
+        f"{CORE}.capture.draft_config (core.capture) imports ['{CORE}.rules.table', '{CORE}.rules.table.RULES']",
+    ),
+    "the readers import the canary (relative import)": (
+        f"{CORE}.readers.hub",
+        "from ..canary import expectations\n",
+        f"{CORE}.readers.hub (core.readers) imports ['{CORE}.canary', '{CORE}.canary.expectations']",
+    ),
+    "a shared module imports a subpackage": (
+        f"{CORE}.errors",
+        "from sglang_eagle3_embed.core.capture import ids\n",
+        f"{CORE}.errors (core.shared) imports ['{CORE}.capture', '{CORE}.capture.ids']",
     ),
     "the doctor imports the harness": (
         f"{PACKAGE}.doctor.probe",

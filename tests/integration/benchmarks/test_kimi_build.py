@@ -12,9 +12,9 @@ import torch
 
 from benchmarks import kimi_build
 from benchmarks.kimi_pair import KimiPairSpec, place_trained
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
-from sglang_eagle3_embed.core.ids import IDS_FIELD
-from sglang_eagle3_embed.core.stock_sglang import stock_reading
+from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
+from sglang_eagle3_embed.core.capture.stock_sglang import stock_reading
 from sglang_eagle3_embed.doctor import cache
 from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
 from sglang_eagle3_embed.doctor.quantized import (

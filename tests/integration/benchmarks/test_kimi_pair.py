@@ -11,9 +11,9 @@ import torch
 
 from benchmarks.kimi_pair import SEED_CONFIG_IDS, SEED_IDS, KimiPairSpec, narrow_model, place_trained, widen
 from benchmarks.real_pair import capture_map
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
-from sglang_eagle3_embed.core.ids import IDS_FIELD
-from sglang_eagle3_embed.core.stock_sglang import stock_reading
+from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
+from sglang_eagle3_embed.core.capture.stock_sglang import stock_reading
 from sglang_eagle3_embed.doctor.kimi import REAL_TEXT
 
 SPEC = KimiPairSpec.quick()

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from benchmarks import real_pair as rp
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
-from sglang_eagle3_embed.core.ids import IDS_FIELD, stock_capture_indices
-from sglang_eagle3_embed.core.stock_sglang import stock_reading
+from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD, stock_capture_indices
+from sglang_eagle3_embed.core.capture.stock_sglang import stock_reading
 from sglang_eagle3_embed.doctor import cache
 from sglang_eagle3_embed.doctor.pair import TRAINED_ON
 from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle3_embed.core.deployment import text_config
-from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
+from sglang_eagle3_embed.core.readers.deployment import text_config
 from tests.support.cli_contract import assert_contract, run
 from tests.support.strategies import JSON, messy_draft_config
 
@@ -265,7 +265,7 @@ def expectations_like():
     """Expectations files of the real format and version with every field present, each holding a
     plausible value or any JSON: the shape right, the values anything (the reader must name what is
     wrong, never trip over it)."""
-    from sglang_eagle3_embed.core.canary import FORMAT, VERSION
+    from sglang_eagle3_embed.core.canary.expectations import FORMAT, VERSION
 
     def either(plausible):
         return plausible | JSON

@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from sglang_eagle3_embed.cli import main
-from sglang_eagle3_embed.core.canary import Expectations, config_digest, weights_digest
+from sglang_eagle3_embed.core.canary.expectations import Expectations, config_digest, weights_digest
 from sglang_eagle3_embed.testing.speculation import Speculation
 from sglang_eagle3_embed.testing.stand_in_server import serving
 from tests.support.canary import record_expectations

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
 from tests.support import cli
 
 pytestmark = pytest.mark.releases
@@ -44,7 +44,7 @@ def test_check_refuses_the_seed_flags_with_a_table(tmp_path):
 
 
 def test_check_json_clean_deployment_exits_0(tmp_path):
-    from sglang_eagle3_embed.core.rules import RULES
+    from sglang_eagle3_embed.core.rules.table import RULES
     from sglang_eagle3_embed.testing.rule_examples import Scenario
 
     run = check_cli(tmp_path, Scenario(fc_in_features=192), "--json")  # weights: every rule can check

@@ -34,14 +34,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sglang_eagle3_embed import MODEL_IMPL
-from sglang_eagle3_embed.core import model_folder
-from sglang_eagle3_embed.core.deployment import WATCHED, Deployment
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.ids import CONVENTION_FIELD, IDS_FIELD
 from sglang_eagle3_embed.core.errors import DraftConfigError
 from sglang_eagle3_embed.core.findings import Severity
-from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
-from sglang_eagle3_embed.core.overrides import parse_overrides
-from sglang_eagle3_embed.core.rules import RULES
+from sglang_eagle3_embed.core.readers import model_folder
+from sglang_eagle3_embed.core.readers.deployment import WATCHED, Deployment
+from sglang_eagle3_embed.core.readers.overrides import parse_overrides
+from sglang_eagle3_embed.core.rules.table import RULES
 from sglang_eagle3_embed.doctor.pair import PairSpec, shipped_pair
 from sglang_eagle3_embed.patch.launch_snapshot import read_models
 from tests.support.cli_contract import Hung, assert_contract, check_verdict, run

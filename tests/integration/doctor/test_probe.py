@@ -8,7 +8,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from sglang_eagle3_embed.cli import main
-from sglang_eagle3_embed.core.ids import Convention, id_to_capture_index
+from sglang_eagle3_embed.core.capture.ids import Convention, id_to_capture_index
 from sglang_eagle3_embed.doctor.backends import HFBackend, SGLangCpuBackend
 from sglang_eagle3_embed.doctor.chain import accept_runs, draft_chain, walk
 from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
@@ -173,7 +173,7 @@ def test_cli_probe_names_the_wiring_and_exit_code(tiny_pair, tmp_path, capsys):
 def test_probe_measures_an_mla_draft_on_both_cpu_backends(tiny_mla_pair, sglang_cpu):
     """An MLA draft (``Eagle3DeepseekV2ForCausalLM``) trained on ``[-1, 2, 4]``: the probe loads it,
     finds the plugin's reading of its config among the best wirings, and the CPU backends agree."""
-    from sglang_eagle3_embed.core.model_folder import ModelFolder
+    from sglang_eagle3_embed.core.readers.model_folder import ModelFolder
     from tests.support import in_process
 
     draft = ModelFolder.read(tiny_mla_pair.draft)

@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from sglang_eagle3_embed.core.model_folder import INDEX, ModelFolder
+from sglang_eagle3_embed.core.readers.model_folder import INDEX, ModelFolder
 from sglang_eagle3_embed.doctor import backends
 from sglang_eagle3_embed.doctor.kimi import kimi_config
 from sglang_eagle3_embed.doctor.pair import PairSpec, shipped_pair

@@ -9,7 +9,12 @@ import re
 import pytest
 import torch
 
-from sglang_eagle3_embed.core.model_folder import INDEX, decoder_layers, safetensors_header, weight_files
+from sglang_eagle3_embed.core.readers.model_folder import (
+    INDEX,
+    decoder_layers,
+    safetensors_header,
+    weight_files,
+)
 from sglang_eagle3_embed.doctor import quantized
 from sglang_eagle3_embed.doctor.quantized import (
     FP8_QUANTIZED,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle3_embed.core.deployment import text_config
+from sglang_eagle3_embed.core.readers.deployment import text_config
 from sglang_eagle3_embed.doctor.tokenizer import text_of
 
 pytestmark = pytest.mark.releases  # SGLang's tokenizer loader, cached: whichever test runs first runs it

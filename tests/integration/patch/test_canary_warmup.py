@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from sglang_eagle3_embed import patch
-from sglang_eagle3_embed.core.canary import ENV_FILE, ENV_MODE, WARMUP
+from sglang_eagle3_embed.core.canary.expectations import ENV_FILE, ENV_MODE, WARMUP
 from sglang_eagle3_embed.patch import canary_warmup
 from sglang_eagle3_embed.testing.speculation import Speculation
 from tests.support.canary import record_expectations

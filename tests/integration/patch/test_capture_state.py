@@ -10,7 +10,7 @@ import random
 import pytest
 import torch
 
-from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
 from sglang_eagle3_embed.patch import deepseek_capture as capture
 from sglang_eagle3_embed.patch import deepseek_models as models
 

@@ -12,8 +12,8 @@ import torch
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle3_embed.core.ids import IDS_FIELD
-from sglang_eagle3_embed.core.stock_sglang import stock_reading
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
+from sglang_eagle3_embed.core.capture.stock_sglang import stock_reading
 from sglang_eagle3_embed.patch import deepseek_capture as capture
 from sglang_eagle3_embed.patch import deepseek_models as models
 from tests.support.strategies import draft_config, embed_ids

@@ -7,8 +7,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD, stock_capture_indices
 from sglang_eagle3_embed.core.errors import DraftConfigError, UnsupportedModeError
-from sglang_eagle3_embed.core.ids import IDS_FIELD, stock_capture_indices
 from sglang_eagle3_embed.patch import deepseek_capture as capture
 from sglang_eagle3_embed.patch import deepseek_models as models
 

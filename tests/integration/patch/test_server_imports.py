@@ -79,15 +79,22 @@ def test_each_kind_of_process_imports_at_most_its_ceiling(kinds, kind):
     assert total <= CEILINGS[kind], sorted(kinds[kind].items(), key=lambda kv: -kv[1])
 
 
-def test_a_worker_reads_no_rule_and_no_canary(kinds):
+def test_a_worker_reads_of_the_core_the_capture_vocabulary_alone(kinds):
     worker = set(kinds["worker"])
     assert "sglang_eagle3_embed.patch.deepseek_capture" in worker  # it measured the model path
-    assert not {m for m in worker if m.startswith("sglang_eagle3_embed.core.rules")}, sorted(worker)
-    assert not worker & {"sglang_eagle3_embed.core.canary", "sglang_eagle3_embed.patch.launch_snapshot"}
+    assert "sglang_eagle3_embed.core.capture.draft_config" in worker
+    core = {
+        m.removeprefix("sglang_eagle3_embed.core.")
+        for m in worker
+        if m.startswith("sglang_eagle3_embed.core.")
+    }
+    # the shared modules at the core's top, and the capture subpackage: no readers, rules, PD or canary
+    assert {m.split(".")[0] for m in core if "." in m} == {"capture"}, sorted(core)
+    assert "sglang_eagle3_embed.patch.launch_snapshot" not in worker
 
 
 def test_the_launcher_adds_the_validator_and_not_the_canary(kinds):
     launcher = set(kinds["launcher"])
-    assert {"sglang_eagle3_embed.core.rules", "sglang_eagle3_embed.patch.launch_snapshot"} <= launcher
-    assert "sglang_eagle3_embed.core.canary" not in launcher
-    assert "sglang_eagle3_embed.core.pd_pair" not in launcher  # no server compares two command lines
+    assert {"sglang_eagle3_embed.core.rules.table", "sglang_eagle3_embed.patch.launch_snapshot"} <= launcher
+    assert not {m for m in launcher if m.startswith("sglang_eagle3_embed.core.canary")}
+    assert "sglang_eagle3_embed.core.rules.pair" not in launcher  # no server compares two command lines

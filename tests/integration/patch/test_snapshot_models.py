@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from sglang_eagle3_embed.core import hub
-from sglang_eagle3_embed.core.overrides import apply_overrides
+from sglang_eagle3_embed.core.readers import hub
+from sglang_eagle3_embed.core.readers.overrides import apply_overrides
 from sglang_eagle3_embed.doctor.hub_cache import publish
 
 RELEASES = pytest.mark.releases  # the tests that run SGLang's own code
@@ -83,7 +83,7 @@ OVERRIDES = [
 @pytest.mark.parametrize("model", ["target", "draft", "kimi"])
 def test_overrides_apply_as_sglang_applies_them(tiny_pair, tiny_kimi_pair, model, overrides):
     """SGLang's ``get_config`` with the override, compared field by field with
-    :func:`~sglang_eagle3_embed.core.overrides.apply_overrides` on the file's JSON."""
+    :func:`~sglang_eagle3_embed.core.readers.overrides.apply_overrides` on the file's JSON."""
     from sglang.srt.utils.hf_transformers.config import get_config
 
     folder = {"target": tiny_pair.target, "draft": tiny_pair.draft, "kimi": tiny_kimi_pair.target}[model]

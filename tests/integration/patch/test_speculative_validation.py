@@ -6,9 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sglang_eagle3_embed.core.draft_config import DRAFT_ARCHS
+from sglang_eagle3_embed.core.capture.draft_config import DRAFT_ARCHS
 from sglang_eagle3_embed.core.findings import Severity
-from sglang_eagle3_embed.core.rules import RULES, every_rule
+from sglang_eagle3_embed.core.rules.table import RULES, every_rule
 from sglang_eagle3_embed.testing.rule_examples import BASE_TARGET, EXAMPLES, Scenario, launch
 from tests.support import needs_capture_only
 from tests.support.strategies import messy_draft_config

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sglang_eagle3_embed.core.rules import every_rule
+from sglang_eagle3_embed.core.rules.table import every_rule
 from tools.validation_docs import DOC, render
 
 

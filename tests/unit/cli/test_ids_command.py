@@ -5,7 +5,7 @@ import json
 import pytest
 
 from sglang_eagle3_embed.cli import main
-from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
 
 
 def run(capsys, *args) -> tuple[int, str, str]:

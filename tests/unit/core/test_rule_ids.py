@@ -17,10 +17,10 @@ import pytest
 
 import sglang_eagle3_embed
 from sglang_eagle3_embed.core import rule_ids
-from sglang_eagle3_embed.core.draft_config import resolve_capture_plan
+from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError, RuleError, UnsupportedModeError
-from sglang_eagle3_embed.core.rule_registry import REGISTERED
-from sglang_eagle3_embed.core.rules import every_rule
+from sglang_eagle3_embed.core.rules.registry import REGISTERED
+from sglang_eagle3_embed.core.rules.table import every_rule
 from sglang_eagle3_embed.testing.rule_examples import EXAMPLES
 
 PACKAGE = Path(sglang_eagle3_embed.__file__).parent
@@ -68,7 +68,7 @@ def test_rule_ids_holds_exactly_the_registered_rules_in_their_order():
     ("module", "planted"),
     [
         ("cli/ids.py", 'MALFORMED = ("draft-config-shape", "draft-ids-invalid")\n'),
-        ("core/draft_config.py", 'raise DraftConfigError("x", rule="draft-ids-range")\n'),
+        ("core/capture/draft_config.py", 'raise DraftConfigError("x", rule="draft-ids-range")\n'),
         ("testing/rule_examples.py", 'EXAMPLES["pd-peer"] = EXAMPLES[rule_ids.PD_PEER]\n'),
         ("doctor/check.py", 'NOT_DEEPSEEK = [f for f in () if f.rule == f"target-not-deepseek"]\n'),
     ],
@@ -85,9 +85,9 @@ def test_a_rule_id_written_only_outside_rule_ids_is_caught():
     """A rule declared with its id spelled in the decorator, with no constant, is caught too."""
     sources = package_sources()
     sources[HOME] = sources[HOME].replace('PD_PEER = "pd-peer"', 'PD_PEER = "pd" + "-peer"')
-    sources["core/rules_pd.py"] = sources["core/rules_pd.py"].replace("    PD_PEER,\n", '    "pd-peer",\n')
+    sources["core/rules/pd.py"] = sources["core/rules/pd.py"].replace("    PD_PEER,\n", '    "pd-peer",\n')
     [problem] = written_twice(sources)
-    assert problem.startswith("'pd-peer' is written at core/rules_pd.py:"), problem
+    assert problem.startswith("'pd-peer' is written at core/rules/pd.py:"), problem
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The draft is identified once (issue #41): its architecture names are the constants of
-``core/draft_config.py``, and its fc width is :func:`fc_width` of the captures it reads, which the
+``core/capture/draft_config.py``, and its fc width is :func:`fc_width` of the captures it reads, which the
 twin takes from the config as SGLang counts them, or from the weights when it loads a checkpoint.
 
 The names are read with ``ast``: a string literal equal to one of them anywhere else in the
@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from safetensors.torch import save_file
 
-from sglang_eagle3_embed.core.draft_config import DRAFT_ARCHS, fc_captures, fc_width
+from sglang_eagle3_embed.core.capture.draft_config import DRAFT_ARCHS, fc_captures, fc_width
 from sglang_eagle3_embed.doctor.eagle3_draft import Eagle3Draft, load_draft
 from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict
 
 ROOT = Path(__file__).resolve().parents[3]
-HOME = "sglang_eagle3_embed/core/draft_config.py"
+HOME = "sglang_eagle3_embed/core/capture/draft_config.py"
 
 
 def sources() -> dict[str, str]:

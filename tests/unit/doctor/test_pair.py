@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from sglang_eagle3_embed.core.ids import CONVENTION_FIELD, IDS_FIELD
+from sglang_eagle3_embed.core.capture.ids import CONVENTION_FIELD, IDS_FIELD
 from sglang_eagle3_embed.doctor.pair import write_config_variant
 
 

@@ -2,7 +2,7 @@
 describes and at least one other, and the best is clear of the rest; otherwise "undetermined", with
 the reason. Synthetic scores: no model is run."""
 
-from sglang_eagle3_embed.core.ids import IDS_FIELD
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
 from sglang_eagle3_embed.doctor.chain import ChainScore
 from sglang_eagle3_embed.doctor.report import ProbeReport, WiringResult
 from sglang_eagle3_embed.doctor.wirings import DEFAULTS, PLUGIN, STOCK, Wiring, candidate_wirings

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sglang_eagle3_embed.core.errors import InputError
-from sglang_eagle3_embed.core.model_folder import ModelFolder
+from sglang_eagle3_embed.core.readers.model_folder import ModelFolder
 from sglang_eagle3_embed.doctor.probe import probe_folders
 from sglang_eagle3_embed.doctor.request import (
     ProbeRequest,

@@ -3,8 +3,8 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sglang_eagle3_embed.core.canary import KINDS
-from sglang_eagle3_embed.core.draft_config import read_draft_ids
+from sglang_eagle3_embed.core.canary.expectations import KINDS
+from sglang_eagle3_embed.core.capture.draft_config import read_draft_ids
 from sglang_eagle3_embed.doctor.wirings import PLUGIN, STOCK, candidate_wirings
 
 IDS = "eagle_aux_hidden_state_layer_ids"

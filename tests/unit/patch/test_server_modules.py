@@ -31,7 +31,8 @@ def about(what: str) -> int:
 def test_the_list_names_every_module_a_server_imports_and_no_other():
     glue, core = served()
     named = set(re.findall(r"``([\w.]+)``", SECTION))
-    assert {m for m in named if m.startswith("core.")} == core
+    # the core by its shared modules and its subpackages: ``core.capture`` stands for its modules
+    assert {m for m in named if m.startswith("core.")} == {".".join(m.split(".")[:2]) for m in core}
     assert {m.rsplit(".", 1)[-1] for m in glue} - {"patch"} <= named
     assert "this package" in SECTION
     assert "(sglang_eagle3_embed/patch/__init__.py)" in (ROOT / "README.md").read_text()  # one step away

@@ -5,8 +5,8 @@ argument resolution in ``tests/integration/patch/test_speculative_validation.py`
 
 import json
 
-from sglang_eagle3_embed.core.ids import IDS_FIELD
-from sglang_eagle3_embed.core.rules import Stage, every_rule
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
+from sglang_eagle3_embed.core.rules.table import Stage, every_rule
 from sglang_eagle3_embed.testing.rule_examples import (
     BASE_DRAFT,
     DELETE,
