@@ -166,12 +166,15 @@ REFUSED = {
     rule_ids.TARGET_CONFIG: "--target",
     rule_ids.TARGET_LAYER_COUNT: "--target",
     rule_ids.DRAFT_ARCHITECTURE: "--draft",
+    rule_ids.DRAFT_TARGET_HIDDEN: "--draft",
+    rule_ids.DRAFT_VOCAB: "--draft",
 }
 """The rules whose errors leave nothing to score, with the flag of the folder they judge: a target
 without a usable layer count, or whose weights lack layers its config counts (the model would run
 them on uninitialised weights) or hold layers it does not (left out): another model than the one
-the draft was trained on; a draft that is not an EAGLE-3 draft. The draft's ids are what probe
-scores, so the rules on them never refuse a probe."""
+the draft was trained on; a draft that is not an EAGLE-3 draft, or one built for a target of
+another width or vocabulary. The draft's ids are what probe scores, so the rules on them never
+refuse a probe."""
 
 
 def check_rules(target: ModelFolder, draft: ModelFolder) -> None:
@@ -258,16 +261,12 @@ def check_capture(target: ModelFolder, draft: ModelFolder) -> None:
 
 
 def check_widths(request: ProbeRequest, backend, draft, token_map) -> None:
-    """Before any forward: the draft must read this target's hidden states and vocabulary."""
+    """Before any forward, what the configs do not say: the draft's twin reads the target's token
+    embeddings, so its own width must be the target's, and its token map must stay in the target's
+    vocabulary. A draft built for a target of another width or vocabulary is refused before
+    (:func:`check_rules`: ``draft-target-hidden``, ``draft-vocab``)."""
     hidden = backend.embedding.embedding_dim
     vocab = backend.embedding.num_embeddings
-    fc_in, declared = draft.fc.in_features, draft.target_hidden  # fc_in: whole captures of declared
-    if declared != hidden:
-        raise InputError(
-            f"--draft {request.draft} was built for another target: its fc reads {fc_in} features "
-            f"(target_hidden_size {declared}), but --target {request.target} has hidden size {hidden}. "
-            f"Pass the target the draft was trained for."
-        )
     if draft.config.hidden_size != hidden:
         raise InputError(
             f"--draft {request.draft} has hidden size {draft.config.hidden_size} but reads the token "

@@ -96,6 +96,12 @@ def broken(tiny_pair, tmp_path, what):
         return draft, target, []
     if what == "draft for another target width":
         return target, other_width_draft(tmp_path / "d"), []
+    if what == "draft for another vocabulary":
+        d = copy_folder(draft, tmp_path / "d")
+        config = json.loads((d / "config.json").read_text())
+        config["vocab_size"] = 256
+        (d / "config.json").write_text(json.dumps(config))
+        return target, d, []
     if what in ("draft with an id more than its fc reads", "draft with an id fewer than its fc reads"):
         d = copy_folder(draft, tmp_path / "d")
         config = json.loads((d / "config.json").read_text())
@@ -126,7 +132,8 @@ BAD_PROBES = {
     "swapped target and draft": "swap",
     "target config that disagrees with its weights": "differs from what its config.json describes",
     "Kimi config that disagrees with its weights": "differs from what its config.json describes",
-    "draft for another target width": "fc reads 96",
+    "draft for another target width": "the draft's target_hidden_size is 32 but the target's hidden_size is 64",
+    "draft for another vocabulary": "the draft's vocab_size is 256 but the target's is 128",
     "draft with an id more than its fc reads": "reads 192 features but the target would capture 4 x 64",
     "draft with an id fewer than its fc reads": "reads 192 features but the target would capture 2 x 64",
     "target with 0 layers": "num_hidden_layers (text_config.num_hidden_layers for Kimi-K2.5) is 0",

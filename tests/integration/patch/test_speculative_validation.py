@@ -12,7 +12,7 @@ from sglang_eagle3_embed.core.rules.table import RULES, every_rule
 from sglang_eagle3_embed.testing.rule_examples import BASE_TARGET, EXAMPLES, Scenario, launch
 from tests.support import needs_capture_only
 from tests.support.strategies import messy_draft_config
-from tests.unit.core.test_draft_config import oracle
+from tests.unit.core.capture.test_draft_config import oracle
 
 pytestmark = pytest.mark.releases
 
