@@ -107,7 +107,7 @@ def pair_folders(tmp_path, *, ids, fc_captures, layers=7, hidden=4) -> tuple[Pat
     layer_norms = {f"model.layers.{i}.input_layernorm.weight": [hidden] for i in range(layers)}
     weights(target, {"model.embed_tokens.weight": [50, hidden], **layer_norms})
     config = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": hidden, "target_hidden_size": hidden,
-              "eagle_config": {"eagle_aux_hidden_state_layer_ids": ids}}  # fmt: skip
+              "vocab_size": 50, "eagle_config": {"eagle_aux_hidden_state_layer_ids": ids}}  # fmt: skip
     draft = folder(tmp_path, "d", config).path
     weights(draft, {"fc.weight": [hidden, fc_captures * hidden], "midlayer.hidden_norm.weight": [hidden]})
     return target, draft

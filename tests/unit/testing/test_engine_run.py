@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from sglang_eagle3_embed.testing.engine_run import (
     DERIVED_PORTS,
     TILE,
+    _bindable,
     accept_mean,
     differences,
     failure,
@@ -125,14 +126,17 @@ def test_free_port_leaves_the_dp_attention_ports_free_too():
     taken.bind(("127.0.0.1", 0))
     blocked = taken.getsockname()[1]
     try:
-        # the first candidate (blocked - 233) has a derived port in use: it must be passed over
-        candidates = iter([blocked - DERIVED_PORTS[0], blocked + 1000])
+        # the first candidate (blocked - 233) has a derived port in use: it must be passed over; the
+        # second is a range found free just now (a fixed offset from ``blocked`` lies in the
+        # ephemeral range, where a busy machine's connections can hold one of its ports)
+        free = next(p for p in range(20000, 30000, 16) if all(_bindable(p + d) for d in (0, *DERIVED_PORTS)))
+        candidates = iter([blocked - DERIVED_PORTS[0], free])
         fake = random.Random()
         fake.randrange = lambda *a: next(candidates)
         port = free_port(fake)
     finally:
         taken.close()
-    assert port == blocked + 1000
+    assert port == free
 
 
 def test_free_port_stays_below_the_ephemeral_range_and_clear_of_taken_ports():
