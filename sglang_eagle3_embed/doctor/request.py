@@ -233,7 +233,7 @@ def check_capture(target: ModelFolder, draft: ModelFolder) -> None:
     ``draft-fc-width``'s test and words); where the plugin refuses the ids, some reading of them
     must still fit the fc, or there is nothing to score. A fc that is missing is refused before
     (:func:`check_draft_weights`); one that does not divide by the target's hidden size is named
-    once the draft loads (:func:`check_widths`)."""
+    once the draft loads (:func:`~sglang_eagle3_embed.doctor.eagle3_draft.load_draft`)."""
     num_layers = target.num_layers
     hidden = text_config(target.config).get("hidden_size")
     fc = fc_in_features(draft.path, "--draft")

@@ -1,6 +1,6 @@
 """Damaged model folders for the CLI tests: what to break (Hypothesis strategies) and how to write it.
 
-- a config.json with one damage (:func:`damage_config`, drawn by :func:`config_damage`): a field set
+- a config.json edited by the test (:func:`edit_config`), or with one damage (:func:`damage_config`, drawn by :func:`config_damage`): a field set
   to a wrong value (:data:`WRONG`), deleted, an unknown field, or the whole file replaced by bytes
   that are no JSON object (:func:`raw_config`);
 - ``model.safetensors`` damaged (:func:`damage_weights`, drawn by :func:`weights_damage`): cut
@@ -41,6 +41,13 @@ WRONG = st.one_of(
     JSON, NUMBERS, st.sampled_from(["64", "7", "-1", "", "NaN", "DeepseekV3ForCausalLM", "layer_output"])
 )
 """A value of the wrong type or range for most config fields (NaN and Infinity included)."""
+
+
+def edit_config(folder: Path, edit) -> None:
+    """``edit`` applied in place to ``folder``'s config.json (a function of the parsed object)."""
+    config = json.loads((folder / "config.json").read_text())
+    edit(config)
+    (folder / "config.json").write_text(json.dumps(config))
 
 
 def damage_config(folder: Path, base: dict, damage) -> None:

@@ -14,13 +14,17 @@ from hypothesis import strategies as st
 from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
 from sglang_eagle3_embed.core.readers.deployment import text_config
 from tests.support.cli_contract import assert_contract, run
+from tests.support.damage import edit_config
 from tests.support.strategies import JSON, messy_draft_config
 
 QUICK = ["--num-prompts", "4", "--new-tokens", "4", "--num-steps", "2", "--no-progress"]
 
 
-def copy_folder(src, dst):
+def copy_folder(src, dst, edit=None):
+    """A copy of the model folder ``src``; ``edit`` changes its config in place."""
     shutil.copytree(src, dst, symlinks=False)
+    if edit is not None:
+        edit_config(dst, edit)
     return dst
 
 
@@ -30,10 +34,11 @@ def copy_folder(src, dst):
 def test_probe_names_no_wiring_when_the_config_describes_tensors_the_target_lacks(tiny_pair, tmp_path):
     """The draft was trained on [-1, 2, 4]; its config edited to [-1, 2, 9]: the plugin refuses, and
     no wiring the probe can score is the one the config describes."""
-    draft = copy_folder(tiny_pair.draft, tmp_path / "draft")
-    config = json.loads((draft / "config.json").read_text())
-    config["eagle_config"][IDS_FIELD] = [-1, 2, 9]
-    (draft / "config.json").write_text(json.dumps(config))
+    draft = copy_folder(
+        tiny_pair.draft,
+        tmp_path / "draft",
+        lambda config: config["eagle_config"].update({IDS_FIELD: [-1, 2, 9]}),
+    )
     code, out, err = run("probe", "--target", tiny_pair.target, "--draft", draft, "--json", *QUICK)
     assert_contract(code, out, err, as_json=True)
     report = json.loads(out)
@@ -87,33 +92,29 @@ def broken(tiny_pair, tmp_path, what):
             from sglang_eagle3_embed.doctor.kimi import build_kimi_pair
 
             target = build_kimi_pair(tiny_pair.spec, tiny_pair.target.parent).target
-        t = copy_folder(target, tmp_path / "t")
-        config = json.loads((t / "config.json").read_text())
-        text_config(config)["moe_intermediate_size"] *= 2  # the experts' weights no longer fit
-        (t / "config.json").write_text(json.dumps(config))
-        return t, draft, []
+
+        def widen(config):
+            text_config(config)["moe_intermediate_size"] *= 2  # the experts' weights no longer fit
+
+        return copy_folder(target, tmp_path / "t", widen), draft, []
     if what == "swapped target and draft":
         return draft, target, []
     if what == "draft for another target width":
         return target, other_width_draft(tmp_path / "d"), []
     if what == "draft for another vocabulary":
-        d = copy_folder(draft, tmp_path / "d")
-        config = json.loads((d / "config.json").read_text())
-        config["vocab_size"] = 256
-        (d / "config.json").write_text(json.dumps(config))
-        return target, d, []
+        return target, copy_folder(draft, tmp_path / "d", lambda config: config.update(vocab_size=256)), []
     if what in ("draft with an id more than its fc reads", "draft with an id fewer than its fc reads"):
-        d = copy_folder(draft, tmp_path / "d")
-        config = json.loads((d / "config.json").read_text())
-        config["eagle_config"][IDS_FIELD] = [-1, 2, 4, 5] if "more" in what else [-1, 4]
-        (d / "config.json").write_text(json.dumps(config))
-        return target, d, []
+
+        def ids(config):
+            config["eagle_config"][IDS_FIELD] = [-1, 2, 4, 5] if "more" in what else [-1, 4]
+
+        return target, copy_folder(draft, tmp_path / "d", ids), []
     if what == "target with 0 layers":
-        t = copy_folder(target, tmp_path / "t")
-        config = json.loads((t / "config.json").read_text())
-        config["num_hidden_layers"] = 0
-        (t / "config.json").write_text(json.dumps(config))
-        return t, draft, []
+        return (
+            copy_folder(target, tmp_path / "t", lambda config: config.update(num_hidden_layers=0)),
+            draft,
+            [],
+        )
     if what == "empty prompts file":
         (tmp_path / "prompts.txt").write_text("\n\n")
         return target, draft, ["--prompts", tmp_path / "prompts.txt"]

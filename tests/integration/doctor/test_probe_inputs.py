@@ -20,6 +20,7 @@ from sglang_eagle3_embed.doctor.report import ProbeReport, WiringResult
 from sglang_eagle3_embed.doctor.request import ProbeRequest, check_rules
 from sglang_eagle3_embed.doctor.wirings import PLUGIN, STOCK, Wiring
 from tests.support import in_process as run
+from tests.support.damage import edit_config
 
 QUICK = ["--num-prompts", "4", "--new-tokens", "4", "--num-steps", "2", "--no-progress"]
 
@@ -55,12 +56,6 @@ def refused(target, draft, *extra) -> str:
     assert "Traceback" not in out + err and out == "", (out + err)[-3000:]
     assert err.startswith("sglang-eagle3-embed: error: ") and len(err.splitlines()) == 1, err
     return err
-
-
-def edit_config(folder, edit) -> None:
-    config = json.loads((folder / "config.json").read_text())
-    edit(config)
-    (folder / "config.json").write_text(json.dumps(config))
 
 
 def target_copy(pair, tmp_path, edit=None, keep=None, add=None, name="t"):
