@@ -22,6 +22,13 @@ step at batch 1, 8 and 32, 3 steps) times the accept length measured here; ``-``
     python -m benchmarks.real_speedup --pair /tmp/rp --configs no-spec plugin-3 --logs L --results R
     python -m benchmarks.real_speedup --quick --from-json A.json B.json --results R   # render
 
+``--probe-prompts FILE`` writes prompts of the pair's language for ``probe --prompts`` and stops: the
+canary's expectations are recorded on them (``probe --backend engine --expectations``).
+With ``--canary ID=FILE`` (expectations ``probe --expectations`` recorded), the server ``ID`` is
+also asked by the canary after its timed rounds, as ``sglang-eagle3-embed canary --expect FILE``
+asks it: its exit code, served and predicted accept lengths and verdict go in the result and under
+the table.
+
 A run writes its JSON after every timed run, so a stopped command keeps what it measured;
 ``--from-json`` merges several runs' servers into one result.
 """
@@ -71,9 +78,64 @@ def setup(pair: Path, logs: Path):
         spec = KimiPairSpec(**json.loads(kimi.read_text())["spec"])
         drafts = {"nested": str(pair / "draft-fixed"), "seed": str(pair / "draft")}
         return configs.KIMI_SPEEDUP, pair / "target", drafts, spec
+    if not (pair / "real_pair.json").exists():
+        raise SystemExit(
+            f"--pair {pair}: not a folder benchmarks.real_pair or benchmarks.kimi_build built "
+            f"(neither real_pair.json nor narrow/{kimi_build.RECORD} in it)"
+        )
     spec = RealPairSpec(**json.loads((pair / "real_pair.json").read_text())["spec"])
     top = write_config_variant(pair / "draft", logs / "top-level-draft", placement="top-level")
     return configs.REAL_SPEEDUP, pair / "target", {"nested": str(pair / "draft"), "top-level": str(top)}, spec
+
+
+PROBE_PROMPTS = (128, 16)
+"""``--probe-prompts``: how many prompts, of how many tokens (probe's default number)."""
+
+
+def write_probe_prompts(pair: Path, logs: Path, path: Path) -> Path:
+    """:data:`PROBE_PROMPTS` prompts of the pair's language, one JSON token list per line, sampled
+    with another seed than the serving dataset's."""
+    import torch
+
+    from sglang_eagle3_embed.doctor.tiny_target import Language
+
+    *_, spec = setup(pair, logs)
+    count, length = PROBE_PROMPTS
+    rows = Language(spec.target_spec()).sample(count, length, torch.Generator().manual_seed(2027))
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows.tolist()))
+    return path
+
+
+def canary_files(pairs: list[str], servers) -> dict[str, Path]:
+    """``--canary ID=FILE ...`` as {server id: expectations file}, checked before any server starts."""
+    from sglang_eagle3_embed.core.canary.expectations import Expectations
+    from sglang_eagle3_embed.core.errors import InputError
+
+    out = {}
+    for pair in pairs:
+        server, sep, file = pair.partition("=")
+        if not sep or not file:
+            raise SystemExit(f"--canary {pair}: write it as ID=FILE (FILE from probe --expectations)")
+        if server not in servers:
+            raise SystemExit(f"--canary {pair}: {server!r} is not a server of this run {list(servers)}")
+        if configs.SERVERS[server].draft is None:
+            raise SystemExit(f"--canary {pair}: {server!r} does not speculate; the canary judges a draft")
+        try:
+            Expectations.read(file)  # before any server starts
+        except InputError as error:
+            raise SystemExit(f"--canary {pair}: {error}") from None
+        out[server] = Path(file)
+    return out
+
+
+def ask_canary(url: str, expect: Path) -> dict:
+    """The canary's answer for the server at ``url``: its exit code and its JSON report."""
+    from sglang_eagle3_embed.core.canary.expectations import Expectations
+    from sglang_eagle3_embed.doctor.canary import run_canary
+
+    expectations = Expectations.read(expect)
+    answer = run_canary(url, expectations)
+    return {"exit": answer.exit_code, "expect": str(expect), **answer.as_dict(expectations)}
 
 
 def measure(args) -> dict:
@@ -87,6 +149,7 @@ def measure(args) -> dict:
     unknown = [name for name in args.configs if name not in suite.servers]
     if unknown:
         raise SystemExit(f"--configs {unknown}: not among this pair's servers {list(suite.servers)}")
+    canaries = canary_files(args.canary or [], args.configs)
     import torch
 
     cap = args.dataset_size
@@ -95,7 +158,7 @@ def measure(args) -> dict:
     )
     dataset = write_custom_dataset(rows.tolist(), args.prompt_len, logs / "language.jsonl")
     result = {
-        "rounds": {}, "sizes": {}, "startup_s": {}, "kimi": suite is configs.KIMI_SPEEDUP,
+        "rounds": {}, "sizes": {}, "startup_s": {}, "canary": {}, "kimi": suite is configs.KIMI_SPEEDUP,
         "setup": vars(args) | {"spec": spec.__dict__},
     }  # fmt: skip
     for name in args.configs:
@@ -124,6 +187,10 @@ def measure(args) -> dict:
                     result["rounds"][name][str(c)].append(client_record(out, KEYS))
                     _common.write_json(args.results, args.name, result)
                 print(f"{configs.label(name)}: round {r + 1} of {args.rounds} measured", flush=True)
+            if name in canaries:
+                result["canary"][name] = ask_canary(server.url, canaries[name])
+                _common.write_json(args.results, args.name, result)
+                print(canary_line(name, result["canary"][name]), flush=True)
         finally:
             server.stop()
     return result
@@ -142,9 +209,9 @@ def _bench(server, dataset, pair, concurrency, prompts, args, out, seed):
 
 def merged(results: list[dict]) -> dict:
     """Several runs' servers as one result (a later run's server replaces an earlier one's)."""
-    out = {"rounds": {}, "sizes": {}, "startup_s": {}, "env": {}, "kimi": False}
+    out = {"rounds": {}, "sizes": {}, "startup_s": {}, "canary": {}, "env": {}, "kimi": False}
     for result in results:
-        for key in ("rounds", "sizes", "startup_s"):
+        for key in ("rounds", "sizes", "startup_s", "canary"):
             out[key].update(result.get(key, {}))
         out["env"] = result.get("env") or out["env"]
         out["kimi"] = out["kimi"] or bool(result.get("kimi"))
@@ -216,7 +283,23 @@ def render(result: dict, steps: dict | None = None) -> str:
                 f"{s['timed_s']:.0f} ({s['requests']})", _common.fmt(s["vs_no_speculation"]) + "x",
                 "-" if d is None else f"{d:.2f}x",
             ])  # fmt: skip
-    return _common.markdown_table(header, rows)
+    table = _common.markdown_table(header, rows)
+    canaries = [canary_line(name, answer) for name, answer in result.get("canary", {}).items()]
+    return "\n\n".join([table, *canaries])
+
+
+def canary_line(name: str, answer: dict) -> str:
+    """One line per server the canary asked: exit code, served accept length, what it matched."""
+    served = _common.fmt(answer.get("served_accept_length"))
+    if answer.get("refused"):
+        found = f"refused to compare: {', '.join(answer['refused'])}"
+    elif answer.get("matched"):
+        found = f"matches {answer['matched']} (the draft was trained on {answer.get('trained')})"
+    else:
+        found = (
+            f"matches no wiring recorded; nearest {answer.get('nearest')} (trained {answer.get('trained')})"
+        )
+    return f"canary, {configs.label(name)}: exit {answer['exit']}, served {served}, {found}"
 
 
 def plot(result: dict, results_dir: Path) -> Path:
@@ -247,6 +330,15 @@ def main() -> dict:
     p.add_argument("--dataset-size", type=int, default=2048, help="most requests one timed run sends")
     p.add_argument("--name", default=NAME, help="the result's file name (one per command)")
     p.add_argument(
+        "--probe-prompts", type=Path, metavar="FILE", help="write prompts for probe --prompts; stop"
+    )
+    p.add_argument(
+        "--canary",
+        nargs="+",
+        metavar="ID=FILE",
+        help="after its timed rounds, ask server ID the canary with expectations FILE (probe --expectations)",
+    )
+    p.add_argument(
         "--step-times", type=Path, help=f"step_times.py's result (default: {STEP_TIMES} in --results)"
     )
     args = p.parse_args()
@@ -260,6 +352,10 @@ def main() -> dict:
         return _common.publish(args, NAME, result, plot, table, measured_on=None)
     if args.pair is None:
         p.error("--pair is required to measure")
+    if args.probe_prompts:
+        args.logs.mkdir(parents=True, exist_ok=True)
+        print(f"wrote {write_probe_prompts(args.pair, args.logs, args.probe_prompts)}")
+        return {}
     _common.require_cuda("real_speedup.py")
     result = measure(args)
     return _common.publish(args, args.name, result, plot, table, measured_on="cuda")

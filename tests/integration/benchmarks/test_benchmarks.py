@@ -654,3 +654,54 @@ def test_server_ids_are_plain_and_labels_distinct():
     assert all(re.fullmatch(r"[a-z0-9-]+", i) and s.id == i for i, s in configs.SERVERS.items())
     labels = [s.label for s in configs.SERVERS.values()]
     assert len(set(labels)) == len(labels)
+
+
+def test_real_speedup_asks_the_canary_of_a_server_and_reports_its_verdict(tiny_pair, tmp_path):
+    """``--canary ID=FILE``: a server fed the trained tensors passes (exit 0, the trained wiring
+    matched), one fed SGLang's default layers fails (exit 1, the defaults named); each answer is a
+    line under the table. Bad ``--canary`` values stop the run before any server starts, naming the value."""
+    from benchmarks import real_speedup as rs
+    from sglang_eagle3_embed.testing.speculation import Speculation
+    from sglang_eagle3_embed.testing.stand_in_server import serving
+    from tests.support.canary import record_expectations
+
+    steps = 7
+    expect = record_expectations(tiny_pair, tmp_path / "expect.json", num_prompts=32, steps=steps)
+    settings = {"speculative_algorithm": "EAGLE3", "speculative_num_steps": steps, "speculative_eagle_topk": 1,
+                "speculative_num_draft_tokens": steps + 1, "model_impl": "sglang_eagle3_embed"}  # fmt: skip
+    answers = {}
+    for name, indices in (("plugin-7", (0, 3, 5)), ("stock-3", (2, 3, 4))):
+        speculate = Speculation(tiny_pair.target, tiny_pair.draft, indices, steps)
+        with serving(speculate=speculate, settings=settings) as port:
+            answers[name] = rs.ask_canary(f"http://127.0.0.1:{port}", expect)
+    assert (
+        answers["plugin-7"]["exit"] == 0 and answers["plugin-7"]["matched"] == answers["plugin-7"]["trained"]
+    )
+    assert answers["stock-3"]["exit"] == 1 and answers["stock-3"]["matched"] != answers["stock-3"]["trained"]
+    run = {"output_throughput": 100.0, "median_tpot_ms": 10.0, "median_ttft_ms": 20.0, "accept_length": 3.0,
+           "completed": 8, "duration": 10.0}  # fmt: skip
+    table = rs.render({"rounds": {name: {"1": [run]} for name in answers}, "canary": answers})
+    assert "canary, plugin, 7 steps: exit 0, served" in table
+    assert "canary, stock SGLang, 3 steps: exit 1, served" in table
+    assert "matches SGLang's default layers (the draft was trained on plugin" in table
+
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("not json")
+    for value, named in (
+        ("plugin-7", "write it as ID=FILE"),
+        (f"plugin-5={expect}", "'plugin-5' is not a server of this run"),
+        (f"no-spec={expect}", "does not speculate"),
+        (f"plugin-7={garbage}", str(garbage)),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            rs.canary_files([value], ["no-spec", "plugin-7"])
+        assert named in str(stopped.value), (value, stopped.value)
+
+
+def test_real_speedup_names_a_pair_folder_it_cannot_read(tmp_path):
+    from benchmarks import real_speedup as rs
+
+    with pytest.raises(
+        SystemExit, match=r"not a folder benchmarks\.real_pair or benchmarks\.kimi_build built"
+    ):
+        rs.setup(tmp_path, tmp_path)

@@ -23,6 +23,7 @@ from sglang_eagle3_embed.doctor.quantized import (
     dequantized_weights,
     quantize_int4,
 )
+from sglang_eagle3_embed.doctor.tiny_target import Language
 from sglang_eagle3_embed.doctor.weights import read_safetensors
 
 SPEC = KimiPairSpec.quick()
@@ -236,6 +237,17 @@ def test_real_speedup_serves_the_built_folder_with_the_kimi_suite(built, tmp_pat
         # SGLang's start-up warm-up sends KimiK25ForConditionalGeneration an image through the chat
         # template, which the built tokenizer has no placeholder for: every server skips it.
         assert suite.kwargs(server, target, drafts)["skip_server_warmup"] is True, server
+    # the canary's expectations are recorded on the pair's language, which the target lacks a record
+    # of (probe would draw uniform tokens): the prompts are written for probe --prompts
+    prompts = real_speedup.write_probe_prompts(built["out"], tmp_path, tmp_path / "prompts.jsonl")
+    rows = [json.loads(line) for line in prompts.read_text().splitlines()]
+    assert (len(rows), {len(r) for r in rows}) == (
+        real_speedup.PROBE_PROMPTS[0],
+        {real_speedup.PROBE_PROMPTS[1]},
+    )
+    count, length = real_speedup.PROBE_PROMPTS
+    language = Language(SPEC.target_spec()).sample(count, length, torch.Generator().manual_seed(2027))
+    assert rows == language.tolist()
 
 
 def test_a_gpu_build_trains_with_strictly_deterministic_algorithms(monkeypatch):
