@@ -30,6 +30,8 @@ from sglang_eagle3_embed.core.releases import SUPPORTED, installed_sglang_versio
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".releases"
+PAIR_CACHE = "EAGLE3_EMBED_TEST_PAIR_CACHE"
+"""Where the tests' tiny pairs are built and found (``tests/conftest.py``)."""
 FORWARD_EXAMPLES = "50"  # the forward property test's examples per older release (200 on the newest)
 
 
@@ -53,7 +55,7 @@ def run(version: str, extra: list[str], pair_cache: Path) -> int:
         ),
         "TORCHDYNAMO_DISABLE": "1",
         "EAGLE3_EMBED_FORWARD_EXAMPLES": os.environ.get("EAGLE3_EMBED_FORWARD_EXAMPLES", FORWARD_EXAMPLES),
-        "EAGLE3_EMBED_TEST_PAIR_CACHE": str(pair_cache),
+        PAIR_CACHE: str(pair_cache),
         "EAGLE3_EMBED_SGLANG_TOUCH": "0",  # the tests are chosen: the main run measured them
     }
     check = subprocess.run(
@@ -77,12 +79,15 @@ def main(argv: list[str]) -> int:
     if unknown:
         sys.exit(f"not a supported release: {unknown} (supported: {', '.join(SUPPORTED)})")
     # the tiny CPU pairs are built once for every release (torch trains them, not SGLang), in a
-    # folder of this run only: a pair built by an older checkout is never reused
-    pair_cache = Path(tempfile.mkdtemp(prefix="releases-pairs-"))
+    # folder of this run only, or the one the caller's test run of this checkout built them in
+    # (.ci/run names it for both): a pair built by an older checkout is never reused
+    shared = os.environ.get(PAIR_CACHE)
+    pair_cache = Path(shared) if shared else Path(tempfile.mkdtemp(prefix="releases-pairs-"))
     try:
         codes = {v: run(v, [a for a in argv if a.startswith("-")], pair_cache) for v in versions}
     finally:
-        shutil.rmtree(pair_cache, ignore_errors=True)
+        if not shared:
+            shutil.rmtree(pair_cache, ignore_errors=True)
     for version, code in codes.items():
         print(f"SGLang {version}: {'passed' if code == 0 else f'FAILED (pytest exit {code})'}")
     return 0 if all(code == 0 for code in codes.values()) else 1
