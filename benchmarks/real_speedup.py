@@ -129,12 +129,17 @@ def canary_files(pairs: list[str], servers) -> dict[str, Path]:
 
 
 def ask_canary(url: str, expect: Path) -> dict:
-    """The canary's answer for the server at ``url``: its exit code and its JSON report."""
+    """The canary's answer for the server at ``url``: its exit code and its JSON report, or exit 2
+    and the one line the canary says when it gets no answer it can judge (the measurement stands)."""
     from sglang_eagle3_embed.core.canary.expectations import Expectations
+    from sglang_eagle3_embed.core.errors import InputError
     from sglang_eagle3_embed.doctor.canary import run_canary
 
     expectations = Expectations.read(expect)
-    answer = run_canary(url, expectations)
+    try:
+        answer = run_canary(url, expectations)
+    except InputError as error:
+        return {"exit": 2, "expect": str(expect), "error": str(error)}
     return {"exit": answer.exit_code, "expect": str(expect), **answer.as_dict(expectations)}
 
 
@@ -291,7 +296,9 @@ def render(result: dict, steps: dict | None = None) -> str:
 def canary_line(name: str, answer: dict) -> str:
     """One line per server the canary asked: exit code, served accept length, what it matched."""
     served = _common.fmt(answer.get("served_accept_length"))
-    if answer.get("refused"):
+    if answer.get("error"):
+        found = answer["error"]
+    elif answer.get("refused"):
         found = f"refused to compare: {', '.join(answer['refused'])}"
     elif answer.get("matched"):
         found = f"matches {answer['matched']} (the draft was trained on {answer.get('trained')})"

@@ -4,6 +4,7 @@ never asserted, only structure and sanity."""
 
 import json
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -684,6 +685,12 @@ def test_real_speedup_asks_the_canary_of_a_server_and_reports_its_verdict(tiny_p
     assert "canary, plugin, 7 steps: exit 0, served" in table
     assert "canary, stock SGLang, 3 steps: exit 1, served" in table
     assert "matches SGLang's default layers (the draft was trained on plugin" in table
+
+    with socket.socket() as closed:  # a port nothing listens on: exit 2, the canary's line kept
+        closed.bind(("127.0.0.1", 0))
+        gone = rs.ask_canary(f"http://127.0.0.1:{closed.getsockname()[1]}", expect)
+    assert gone["exit"] == 2 and "127.0.0.1" in gone["error"]
+    assert rs.canary_line("plugin-7", gone).endswith(gone["error"])
 
     garbage = tmp_path / "garbage.json"
     garbage.write_text("not json")
