@@ -106,8 +106,9 @@ def write_probe_prompts(pair: Path, logs: Path, path: Path) -> Path:
     return path
 
 
-def canary_files(pairs: list[str], servers) -> dict[str, Path]:
-    """``--canary ID=FILE ...`` as {server id: expectations file}, checked before any server starts."""
+def canary_files(pairs: list[str], servers) -> dict:
+    """``--canary ID=FILE ...`` as {server id: (file, its expectations)}, read once, before any
+    server starts."""
     from sglang_eagle3_embed.core.canary.expectations import Expectations
     from sglang_eagle3_embed.core.errors import InputError
 
@@ -121,21 +122,19 @@ def canary_files(pairs: list[str], servers) -> dict[str, Path]:
         if configs.SERVERS[server].draft is None:
             raise SystemExit(f"--canary {pair}: {server!r} does not speculate; the canary judges a draft")
         try:
-            Expectations.read(file)  # before any server starts
+            out[server] = (Path(file), Expectations.read(file, "--canary"))
         except InputError as error:
-            raise SystemExit(f"--canary {pair}: {error}") from None
-        out[server] = Path(file)
+            raise SystemExit(str(error)) from None
     return out
 
 
-def ask_canary(url: str, expect: Path) -> dict:
-    """The canary's answer for the server at ``url``: its exit code and its JSON report, or exit 2
-    and the one line the canary says when it gets no answer it can judge (the measurement stands)."""
-    from sglang_eagle3_embed.core.canary.expectations import Expectations
+def ask_canary(url: str, expect: Path, expectations) -> dict:
+    """The canary's answer for the server at ``url`` against ``expectations`` (read from
+    ``expect``): its exit code and its JSON report, or exit 2 and the one line the canary says when
+    it gets no answer it can judge (the measurement stands)."""
     from sglang_eagle3_embed.core.errors import InputError
     from sglang_eagle3_embed.doctor.canary import run_canary
 
-    expectations = Expectations.read(expect)
     try:
         answer = run_canary(url, expectations)
     except InputError as error:
@@ -193,7 +192,7 @@ def measure(args) -> dict:
                     _common.write_json(args.results, args.name, result)
                 print(f"{configs.label(name)}: round {r + 1} of {args.rounds} measured", flush=True)
             if name in canaries:
-                result["canary"][name] = ask_canary(server.url, canaries[name])
+                result["canary"][name] = ask_canary(server.url, *canaries[name])
                 _common.write_json(args.results, args.name, result)
                 print(canary_line(name, result["canary"][name]), flush=True)
         finally:
@@ -294,19 +293,16 @@ def render(result: dict, steps: dict | None = None) -> str:
 
 
 def canary_line(name: str, answer: dict) -> str:
-    """One line per server the canary asked: exit code, served accept length, what it matched."""
-    served = _common.fmt(answer.get("served_accept_length"))
+    """One line per server the canary asked: its exit code and what the canary said, in its words
+    (its verdict, the settings it would not compare, or why it got no answer)."""
     if answer.get("error"):
-        found = answer["error"]
+        said = [answer["error"]]
     elif answer.get("refused"):
-        found = f"refused to compare: {', '.join(answer['refused'])}"
-    elif answer.get("matched"):
-        found = f"matches {answer['matched']} (the draft was trained on {answer.get('trained')})"
+        said = [f"served {_common.fmt(answer['served_accept_length'])}"]
+        said += [f"not compared: {r}" for r in answer["refused"]]
     else:
-        found = (
-            f"matches no wiring recorded; nearest {answer.get('nearest')} (trained {answer.get('trained')})"
-        )
-    return f"canary, {configs.label(name)}: exit {answer['exit']}, served {served}, {found}"
+        said = answer.get("verdict") or [f"served {_common.fmt(answer['served_accept_length'])}"]
+    return f"canary, {configs.label(name)}: exit {answer['exit']}, {' '.join(said)}"
 
 
 def plot(result: dict, results_dir: Path) -> Path:

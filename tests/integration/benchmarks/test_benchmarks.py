@@ -670,11 +670,12 @@ def test_real_speedup_asks_the_canary_of_a_server_and_reports_its_verdict(tiny_p
     expect = record_expectations(tiny_pair, tmp_path / "expect.json", num_prompts=32, steps=steps)
     settings = {"speculative_algorithm": "EAGLE3", "speculative_num_steps": steps, "speculative_eagle_topk": 1,
                 "speculative_num_draft_tokens": steps + 1, "model_impl": "sglang_eagle3_embed"}  # fmt: skip
+    (_, expectations) = rs.canary_files([f"plugin-7={expect}"], ["plugin-7"])["plugin-7"]
     answers = {}
     for name, indices in (("plugin-7", (0, 3, 5)), ("stock-3", (2, 3, 4))):
         speculate = Speculation(tiny_pair.target, tiny_pair.draft, indices, steps)
         with serving(speculate=speculate, settings=settings) as port:
-            answers[name] = rs.ask_canary(f"http://127.0.0.1:{port}", expect)
+            answers[name] = rs.ask_canary(f"http://127.0.0.1:{port}", expect, expectations)
     assert (
         answers["plugin-7"]["exit"] == 0 and answers["plugin-7"]["matched"] == answers["plugin-7"]["trained"]
     )
@@ -684,11 +685,13 @@ def test_real_speedup_asks_the_canary_of_a_server_and_reports_its_verdict(tiny_p
     table = rs.render({"rounds": {name: {"1": [run]} for name in answers}, "canary": answers})
     assert "canary, plugin, 7 steps: exit 0, served" in table
     assert "canary, stock SGLang, 3 steps: exit 1, served" in table
-    assert "matches SGLang's default layers (the draft was trained on plugin" in table
+    # in the canary's own words: its verdict as `canary` prints it, naming the defaults served
+    assert f"canary, stock SGLang, 3 steps: exit 1, {' '.join(answers['stock-3']['verdict'])}" in table
+    assert ", as SGLang's default layers (" in answers["stock-3"]["verdict"][0]
 
     with socket.socket() as closed:  # a port nothing listens on: exit 2, the canary's line kept
         closed.bind(("127.0.0.1", 0))
-        gone = rs.ask_canary(f"http://127.0.0.1:{closed.getsockname()[1]}", expect)
+        gone = rs.ask_canary(f"http://127.0.0.1:{closed.getsockname()[1]}", expect, expectations)
     assert gone["exit"] == 2 and "127.0.0.1" in gone["error"]
     assert rs.canary_line("plugin-7", gone).endswith(gone["error"])
 
