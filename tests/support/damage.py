@@ -1,8 +1,8 @@
 """Damaged model folders for the CLI tests: what to break (Hypothesis strategies) and how to write it.
 
-- a config.json edited by the test (:func:`edit_config`), or with one damage (:func:`damage_config`, drawn by :func:`config_damage`): a field set
-  to a wrong value (:data:`WRONG`), deleted, an unknown field, or the whole file replaced by bytes
-  that are no JSON object (:func:`raw_config`);
+- a config.json edited by the test (:func:`edit_config`), or with one damage (:func:`damage_config`,
+  drawn by :func:`config_damage`): a field set to a wrong value (:data:`WRONG`), deleted, an
+  unknown field, or the whole file replaced by bytes that are no JSON object (:func:`raw_config`);
 - ``model.safetensors`` damaged (:func:`damage_weights`, drawn by :func:`weights_damage`): cut
   short, a header length that lies, entries with wrong dtypes, shapes or offsets, the file replaced,
   an index naming a missing shard or holding a malformed weight map;
