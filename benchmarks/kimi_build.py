@@ -35,6 +35,7 @@ and software rebuild the same bytes, which the printed manifest digests show.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -144,6 +145,75 @@ def train_narrow_draft(narrow, spec: KimiPairSpec, device: str = "cpu"):
         ttt_steps=spec.ttt_steps, batch=spec.batch, seq_len=spec.seq_len, lr=spec.draft_lr,
         seed=spec.seed, device=device, config_overrides=draft_overrides(spec),
     ), small  # fmt: skip
+
+
+def as_written(narrow):
+    """A copy of the narrow model with the rounding the wide target's folder applies to it: every
+    weight in bf16 (the routing bias, a buffer, stays float32), each routed expert's weights
+    quantized to INT4 and back as the folder holds them (groups of ``INT4_GROUP`` inputs, the wide
+    tensor's zero columns padding the last group). The function SGLang serves, at the narrow width."""
+    written = copy.deepcopy(narrow)
+    with torch.no_grad():
+        for name, p in written.named_parameters():
+            if name.endswith("mlp.experts.gate_up_proj"):  # (experts, 2 x rows, inputs): gate, then up
+                half = p.shape[1] // 2
+                for e in range(p.shape[0]):
+                    p[e, :half] = _int4_round(p[e, :half])
+                    p[e, half:] = _int4_round(p[e, half:])
+            elif name.endswith("mlp.experts.down_proj"):
+                for e in range(p.shape[0]):
+                    p[e] = _int4_round(p[e])
+            else:
+                p.copy_(p.to(torch.bfloat16).float())
+    return written
+
+
+def _int4_round(weight: torch.Tensor) -> torch.Tensor:
+    from sglang_eagle3_embed.doctor.quantized import INT4_GROUP, dequantize_int4, quantize_int4
+
+    rows, cols = weight.shape
+    padded = torch.zeros(rows, -(-cols // INT4_GROUP) * INT4_GROUP, device=weight.device)
+    padded[:, :cols] = weight.to(torch.bfloat16).float()
+    q = quantize_int4(padded.cpu())
+    return dequantize_int4(q["weight_packed"], q["weight_scale"], q["weight_shape"])[:, :cols].to(weight)
+
+
+ACCEPT_PROBE = (16, 16, 48, 3)
+""":func:`draft_quality`: prompts, their length, greedy tokens after them, chain steps (the plugin's 3)."""
+
+
+def draft_quality(narrow, draft, spec: KimiPairSpec, device: str = "cpu") -> dict:
+    """The narrow draft's accept length and first-step agreement (chain speculation simulated as
+    ``probe`` does it) over the greedy continuations of prompts of the language, served by the
+    narrow model exactly (``exact``) and with the folder's rounding (``as written``: what SGLang
+    serves, if it computes what the folder holds). A pair whose draft is weak here needs no server
+    to show it."""
+    from sglang_eagle3_embed.core.capture.ids import Convention, id_to_capture_index
+    from sglang_eagle3_embed.doctor.chain import simulate
+    from sglang_eagle3_embed.doctor.tiny_target import Language
+
+    count, length, new, steps = ACCEPT_PROBE
+    prompts = Language(spec.target_spec()).sample(count, length, torch.Generator().manual_seed(spec.seed + 4))
+    indices = [id_to_capture_index(i, Convention.LAYER_OUTPUT) for i in narrow_ids(spec)]
+    draft = draft.to(device)
+    out = {}
+    for name, model in (("exact", narrow), ("as written", as_written(narrow))):
+        small = compact(model, seed=spec.seed + 5, device=device)
+        scale_hidden_norms(small, spec.divisor)
+        tokens = prompts.to(device)
+        with torch.no_grad():
+            for _ in range(new + steps):
+                tokens = torch.cat([tokens, small(tokens).logits[:, -1:].argmax(-1)], dim=1)
+            states = small(tokens, output_hidden_states=True).hidden_states
+        aux = torch.cat([states[i] for i in indices], dim=-1)
+        runs, hits = simulate(draft, small.get_input_embeddings(), tokens, aux, steps, length - 1, new - 1)
+        runs = torch.cat([r.flatten() for r in runs]).double()
+        out[name] = {
+            "accept_length": round(1 + runs.mean().item(), 3),
+            "agreement": round(hits.float().mean().item(), 3),
+        }
+    draft.cpu()
+    return out
 
 
 # --- the draft at the real width ----------------------------------------------------------------
@@ -418,6 +488,8 @@ def build(out: Path, spec: KimiPairSpec, device: str = "cpu", *, reuse: bool = F
     from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
 
     narrow_draft, _ = load_draft(folders["narrow-draft"])
+    quality["draft"] = draft_quality(narrow, narrow_draft, spec, device)
+    log(f"narrow draft, predicted at {ACCEPT_PROBE[3]} steps: {quality['draft']}")
 
     def build_target(tmp: Path) -> dict[str, str]:
         cache.write_origin(tmp, MADE_FROM, folders["narrow"])

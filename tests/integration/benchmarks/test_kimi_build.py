@@ -17,12 +17,7 @@ from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
 from sglang_eagle3_embed.core.capture.stock_sglang import stock_reading
 from sglang_eagle3_embed.doctor import cache
 from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
-from sglang_eagle3_embed.doctor.quantized import (
-    INT4_GROUP,
-    dequantize_int4,
-    dequantized_weights,
-    quantize_int4,
-)
+from sglang_eagle3_embed.doctor.quantized import dequantized_weights
 from sglang_eagle3_embed.doctor.tiny_target import Language
 from sglang_eagle3_embed.doctor.weights import read_safetensors
 
@@ -58,35 +53,6 @@ def test_the_target_is_kimi_k25_with_int4_experts_one_shard_per_layer(built):
     )  # fmt: skip
 
 
-def int4_round(weight: torch.Tensor) -> torch.Tensor:
-    """``weight`` (out, in) as the wide checkpoint holds it: its rows padded with zero inputs to
-    whole groups (the wide tensor's zero columns), quantized, dequantized, the padding dropped."""
-    rows, cols = weight.shape
-    padded = torch.zeros(rows, -(-cols // INT4_GROUP) * INT4_GROUP)
-    padded[:, :cols] = weight.to(torch.bfloat16).float()
-    q = quantize_int4(padded)
-    return dequantize_int4(q["weight_packed"], q["weight_scale"], q["weight_shape"])[:, :cols]
-
-
-def as_written(narrow):
-    """The narrow model with the rounding the wide folder applies: bf16 weights (the routing bias
-    float32), INT4 routed experts."""
-    ref = kimi_build.load_narrow(narrow, SPEC)
-    with torch.no_grad():
-        for name, p in ref.named_parameters():
-            if name.endswith("mlp.experts.gate_up_proj"):
-                half = p.shape[1] // 2
-                for e in range(p.shape[0]):
-                    p[e, :half] = int4_round(p[e, :half])
-                    p[e, half:] = int4_round(p[e, half:])
-            elif name.endswith("mlp.experts.down_proj"):
-                for e in range(p.shape[0]):
-                    p[e] = int4_round(p[e])
-            else:
-                p.copy_(p.to(torch.bfloat16).float())
-    return ref
-
-
 @pytest.mark.releases
 def test_sglangs_kimi_k25_captures_what_the_narrow_model_computes(built, sglang_cpu):
     """SGLang's Kimi-K2.5 class (the plugin's) on the folder: the plugin's capture of the trained ids
@@ -114,7 +80,8 @@ def test_sglangs_kimi_k25_captures_what_the_narrow_model_computes(built, sglang_
             return kimi(batch.input_ids, batch.positions, batch).hidden_states
 
     served = captures()
-    reference = harness.hf_hidden_states(as_written(built["narrow"]), prompt)
+    narrow = kimi_build.load_narrow(built["narrow"], SPEC)
+    reference = harness.hf_hidden_states(kimi_build.as_written(narrow), prompt)
     h, H = reference[0].shape[-1], SPEC.text["hidden_size"]
     states = served.view(len(prompt), 3, H)
     for k, i in enumerate(kimi_build.narrow_ids(SPEC)):
@@ -148,6 +115,22 @@ def test_the_wide_draft_computes_what_the_narrow_draft_computes(built):
         want = narrow(embeds, aux.flatten(2))
         got = wide(wide_embeds, wide_aux.flatten(2))
     assert torch.allclose(got, want, atol=1e-4), (got - want).abs().max()
+
+
+@pytest.mark.releases
+def test_the_build_predicts_the_narrow_drafts_accept_length(built):
+    """The build records the narrow draft's accept length, exact and as the folder rounds the
+    target; a draft that predicts other tokens (its vocabulary rolled by one) scores no speculation."""
+    quality = built["result"]["quality"]["draft"]
+    assert set(quality) == {"exact", "as written"}
+    narrow = kimi_build.load_narrow(built["narrow"], SPEC)
+    draft, _ = load_draft(built["narrow-draft"])
+    assert kimi_build.draft_quality(narrow, draft, SPEC) == quality
+    assert quality["exact"]["accept_length"] > 1.5  # the quick target's greedy is easy to draft
+    with torch.no_grad():
+        draft.lm_head.weight.copy_(draft.lm_head.weight.roll(1, dims=0))
+    wrong = kimi_build.draft_quality(narrow, draft, SPEC)
+    assert wrong["exact"] == {"accept_length": 1.0, "agreement": 0.0}, wrong
 
 
 @pytest.mark.releases
