@@ -14,7 +14,10 @@ timed for ``--rounds`` rounds, the order of the concurrencies rotating from roun
 ``python -m sglang.benchmark.serving`` on a ``custom`` dataset of the pair's language. Reported per
 server and concurrency: output tokens/s (median, min-max over rounds), median TPOT and TTFT, the
 accept length the client reads from the server, the timed seconds, and the median of each round's
-ratio to no speculation's same round. Beside the measured ratio, for the servers that take the
+ratio to no speculation's same round. Before its warm-up, each server is asked for the greedy
+continuations of the first prompts, as token ids and as text (:func:`served_check`): how often its
+token is the language's likeliest, the accept length of each request, and whether its outputs are
+no speculation's: what the served target computes, apart from what the draft is worth. Beside the measured ratio, for the servers that take the
 step it times: the one derived from the step times of ``benchmarks/step_times.py`` (its result,
 ``--step-times``, by default ``step_times.json`` in ``--results``: V2-Lite's decode and speculative
 step at batch 1, 8 and 32, 3 steps) times the accept length measured here; ``-`` without it.
@@ -35,6 +38,7 @@ A run writes its JSON after every timed run, so a stopped command keeps what it 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import statistics
@@ -142,6 +146,50 @@ def ask_canary(url: str, expect: Path, expectations) -> dict:
     return {"exit": answer.exit_code, "expect": str(expect), **answer.as_dict(expectations)}
 
 
+SERVED_CHECK = (16, 32)
+"""``served_check``: the first prompts of the dataset, and the greedy tokens asked for each."""
+
+
+def served_check(server, language, rows, prompt_len: int) -> dict:
+    """What the server generates greedily for the first prompts of the dataset, before anything is
+    timed, asked as token ids and as the text the serving client sends: per form, how often its
+    token is the language's likeliest (what the served target computes; the build records its
+    narrow model's own score), each request's accept length, and a digest of the outputs (lossless
+    speculation gives no speculation's; the text gives the ids' if the server tokenizes it back)."""
+    from sglang_eagle3_embed.doctor.tokenizer import text_of
+
+    count, new = SERVED_CHECK
+    prompts = rows[:count, :prompt_len].tolist()
+    sampling = {"temperature": 0, "max_new_tokens": new, "ignore_eos": True}
+    out = {}
+    for form, payload in (("ids", {"input_ids": prompts}), ("text", {"text": [text_of(p) for p in prompts]})):
+        try:
+            status, body = server.request("/generate", {**payload, "sampling_params": sampling})
+        except OSError as error:  # the measurement that follows is worth more than this check
+            status, body = None, error
+        if status != 200:
+            out[form] = {"error": f"/generate answered {status}: {str(body)[:300]}"}
+            continue
+        outputs = [o["output_ids"] for o in body]
+        out[form] = {
+            "language_accuracy": round(language_hits(language, prompts, outputs), 3),
+            "accept_lengths": [o["meta_info"].get("spec_accept_length") for o in body],
+            "outputs": hashlib.sha256(json.dumps(outputs).encode()).hexdigest()[:16],
+        }
+    return out
+
+
+def language_hits(language, prompts: list, outputs: list) -> float:
+    """The share of ``outputs`` (each the continuation of its prompt) that are the language's
+    likeliest token after the one before."""
+    import torch
+
+    tokens = torch.tensor([p + o for p, o in zip(prompts, outputs, strict=True)])
+    n = len(prompts[0])
+    best = language.best_next(tokens[:, :1], tokens[:, n - 1 : -1])
+    return (tokens[:, n:] == best).float().mean().item()
+
+
 def measure(args) -> dict:
     from sglang_eagle3_embed.doctor.tiny_target import Language
     from sglang_eagle3_embed.testing.server_run import write_custom_dataset
@@ -157,12 +205,11 @@ def measure(args) -> dict:
     import torch
 
     cap = args.dataset_size
-    rows = Language(spec.target_spec()).sample(
-        cap, args.prompt_len + args.output_len, torch.Generator().manual_seed(2026)
-    )
+    language = Language(spec.target_spec())
+    rows = language.sample(cap, args.prompt_len + args.output_len, torch.Generator().manual_seed(2026))
     dataset = write_custom_dataset(rows.tolist(), args.prompt_len, logs / "language.jsonl")
     result = {
-        "rounds": {}, "sizes": {}, "startup_s": {}, "canary": {}, "kimi": suite is configs.KIMI_SPEEDUP,
+        "rounds": {}, "sizes": {}, "startup_s": {}, "canary": {}, "served": {}, "kimi": suite is configs.KIMI_SPEEDUP,
         "setup": vars(args) | {"spec": spec.__dict__},
     }  # fmt: skip
     for name in args.configs:
@@ -172,6 +219,9 @@ def measure(args) -> dict:
             server.start()
             result["startup_s"][name] = server.wait_ready(600)
             print(f"{configs.label(name)}: ready in {result['startup_s'][name]} s", flush=True)
+            result["served"][name] = served_check(server, language, rows, args.prompt_len)
+            _common.write_json(args.results, args.name, result)
+            print(served_line(name, result["served"]), flush=True)
             sizes = {}
             for c in args.concurrency:  # warm-up: every batch shape compiled before anything is timed
                 out = logs / f"warmup-{c}-{name}.jsonl"
@@ -213,9 +263,9 @@ def _bench(server, dataset, pair, concurrency, prompts, args, out, seed):
 
 def merged(results: list[dict]) -> dict:
     """Several runs' servers as one result (a later run's server replaces an earlier one's)."""
-    out = {"rounds": {}, "sizes": {}, "startup_s": {}, "canary": {}, "env": {}, "kimi": False}
+    out = {"rounds": {}, "sizes": {}, "startup_s": {}, "canary": {}, "served": {}, "env": {}, "kimi": False}
     for result in results:
-        for key in ("rounds", "sizes", "startup_s", "canary"):
+        for key in ("rounds", "sizes", "startup_s", "canary", "served"):
             out[key].update(result.get(key, {}))
         out["env"] = result.get("env") or out["env"]
         out["kimi"] = out["kimi"] or bool(result.get("kimi"))
@@ -288,8 +338,29 @@ def render(result: dict, steps: dict | None = None) -> str:
                 "-" if d is None else f"{d:.2f}x",
             ])  # fmt: skip
     table = _common.markdown_table(header, rows)
+    served = result.get("served", {})
+    checks = "\n".join(served_line(name, served) for name in served)
     canaries = [canary_line(name, answer) for name, answer in result.get("canary", {}).items()]
-    return "\n\n".join([table, *canaries])
+    return "\n\n".join([table, *([checks] if checks else []), *canaries])
+
+
+def served_line(name: str, served: dict) -> str:
+    """The served check of server ``name`` (:func:`served_check`), each form's outputs beside no
+    speculation's when the result has them."""
+    parts, plain = [], served.get("no-spec", {})
+    for form, check in served[name].items():
+        if "error" in check:
+            parts.append(f"{form}: {check['error']}")
+            continue
+        part = f"{form}: likeliest {check['language_accuracy']:.1%}, outputs {check['outputs']}"
+        if "outputs" in plain.get(form, {}) and name != "no-spec":
+            same = plain[form]["outputs"] == check["outputs"]
+            part += " (no speculation's)" if same else " (not no speculation's)"
+        accepts = [a for a in check["accept_lengths"] if a is not None]
+        if accepts:
+            part += f", accept length per request {min(accepts):.2f}-{max(accepts):.2f}"
+        parts.append(part)
+    return f"served check, {configs.label(name)}: " + "; ".join(parts)
 
 
 def canary_line(name: str, answer: dict) -> str:

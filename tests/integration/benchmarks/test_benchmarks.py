@@ -715,3 +715,64 @@ def test_real_speedup_names_a_pair_folder_it_cannot_read(tmp_path):
         SystemExit, match=r"not a folder benchmarks\.real_pair or benchmarks\.kimi_build built"
     ):
         rs.setup(tmp_path, tmp_path)
+
+
+def test_real_speedup_checks_what_each_server_generates(tmp_path):
+    """The served check scores a continuation by the language: the language's own likeliest tokens
+    score 1, their neighbouring ids do not; against a server, asked as ids and as text, it records
+    each request's accept length and a digest of the outputs per form, and its line says whether
+    they are no speculation's."""
+    import torch
+
+    from benchmarks import real_speedup as rs
+    from benchmarks.real_pair import RealPairSpec
+    from sglang_eagle3_embed.doctor.tiny_target import Language
+    from sglang_eagle3_embed.testing.server_run import Server
+    from sglang_eagle3_embed.testing.stand_in_server import ACCEPT_LENGTH, serving
+
+    language = Language(RealPairSpec.quick().target_spec())
+    rows = language.sample(20, 24, torch.Generator().manual_seed(0))
+    prompts, likeliest = rows[:4, :8].tolist(), []
+    for prompt in prompts:
+        tokens = list(prompt)
+        for _ in range(6):
+            tokens.append(int(language.best_next(torch.tensor(tokens[:1]), torch.tensor(tokens[-1:]))[0]))
+        likeliest.append(tokens[len(prompt) :])
+    assert rs.language_hits(language, prompts, likeliest) == 1.0
+    shifted = [[(t + 1) % language.spec.vocab for t in out] for out in likeliest]
+    assert rs.language_hits(language, prompts, shifted) < 0.5
+
+    with serving() as port:  # the stand-in repeats an id prompt, and answers a text one with 0, 1, 2...
+        check = rs.served_check(Server("stand-in", {"port": port}, tmp_path), language, rows, 8)
+    count, new = rs.SERVED_CHECK
+    asked = rows[:count, :8].tolist()
+    assert check["ids"]["language_accuracy"] == round(
+        rs.language_hits(language, asked, [(row * new)[:new] for row in asked]), 3
+    )
+    assert check["text"]["language_accuracy"] == round(
+        rs.language_hits(language, asked, [list(range(new))] * count), 3
+    )
+    assert check["ids"]["accept_lengths"] == check["text"]["accept_lengths"] == [ACCEPT_LENGTH] * count
+    assert check["ids"]["outputs"] != check["text"]["outputs"]
+    line = rs.served_line("plugin-3", {"no-spec": check, "plugin-3": check})
+    assert line.startswith("served check, plugin, 3 steps: ids: likeliest ")
+    assert (
+        f"outputs {check['ids']['outputs']} (no speculation's), accept length per request 2.00-2.00" in line
+    )
+    other = {**check, "text": {**check["text"], "outputs": "0" * 16}}
+    line = rs.served_line("plugin-3", {"no-spec": check, "plugin-3": other})
+    assert "ids: likeliest" in line and "(no speculation's)" in line
+    assert (
+        f"text: likeliest {check['text']['language_accuracy']:.1%}, outputs {'0' * 16} (not no speculation's)"
+        in line
+    )
+
+    with socket.socket() as closed:  # nothing listens: each form records why, and the run goes on
+        closed.bind(("127.0.0.1", 0))
+        gone = rs.served_check(Server("gone", {"port": closed.getsockname()[1]}, tmp_path), language, rows, 8)
+    assert set(gone) == {"ids", "text"} and all(
+        v["error"].startswith("/generate answered None") for v in gone.values()
+    )
+    assert rs.served_line("plugin-3", {"no-spec": check, "plugin-3": gone}).startswith(
+        "served check, plugin, 3 steps: ids: /generate answered None: "
+    )
