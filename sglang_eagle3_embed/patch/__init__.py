@@ -29,7 +29,8 @@ equal to what ``tests/unit/test_layout.py`` finds), and each kind of process imp
   release, sets ``activation``, 30), this package (70), ``model_architecture`` (50),
   ``resolution_guard`` (60), ``speculative_validation`` (60) and ``launch_snapshot`` (170, what its
   rules read of a launch), ``deepseek_models`` (80), ``deepseek_capture`` (170, the only plugin
-  code on the forward path), ``canary_warmup`` (180);
+  code on the forward path), ``canary_warmup`` (30, in every process) and ``canary_check`` (180,
+  loaded in the HTTP server's process when the warmup runs);
 - the pure core they call (no torch, no sglang), about 3,600 lines: ``core.releases``,
   ``core.errors``, ``core.rule_ids`` (every process); ``core.capture`` and ``core.findings`` (the
   capture plan, in a worker at model load; ``capture.stock_sglang`` only to word a refusal);

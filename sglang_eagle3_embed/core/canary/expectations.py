@@ -7,7 +7,7 @@ a convention off by one, ...), each with its standard error. A server then answe
 (``sglang-eagle3-embed canary``, or the plugin's startup self-check), and its per-request
 ``meta_info.spec_accept_length`` values, pooled as ``probe`` pools them, are matched against the
 recorded wirings. This module holds the file format, the pooling and the verdict; the transports
-(HTTP in ``doctor/canary.py``, SGLang's tokenizer manager in ``patch/canary_warmup.py``) are apart.
+(HTTP in ``doctor/canary.py``, SGLang's tokenizer manager in ``patch/canary_check.py``) are apart.
 
 Lossless speculation yields the target's tokens whatever the draft reads, so only the accept length
 tells a mis-wired draft from a weak one.
