@@ -253,7 +253,14 @@ def run_check(argv: list[str], gpu: str | None = None) -> list[Finding]:
 
 def _rules(server_args, machine) -> tuple[list[Finding], Deployment, bool]:
     """The findings, the launch as the last stage that ran read it, and whether SGLang's
-    resolution ran to the end."""
+    resolution ran to the end. Both stages read the same weights, each header once."""
+    from sglang_eagle3_embed.core.readers.model_folder import headers_read_once
+
+    with headers_read_once():
+        return _stages(server_args, machine)
+
+
+def _stages(server_args, machine) -> tuple[list[Finding], Deployment, bool]:
     from sglang_eagle3_embed.doctor.serving_machine import as_serving_machine, ib_devices
     from sglang_eagle3_embed.patch.launch_snapshot import snapshot
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from sglang_eagle3_embed.core.errors import InputError
-from sglang_eagle3_embed.core.readers.model_folder import ModelFolder
+from sglang_eagle3_embed.core.readers.model_folder import ModelFolder, headers_read_once
 from sglang_eagle3_embed.doctor.chain import score, simulate
 from sglang_eagle3_embed.doctor.report import ProbeReport, WiringResult
 from sglang_eagle3_embed.doctor.request import (
@@ -124,14 +124,15 @@ def probe_folders(request: ProbeRequest) -> ProbeReport:
     from sglang_eagle3_embed.doctor.wirings import candidate_wirings
 
     check_device(request)
-    target = ModelFolder.read(request.target, "--target")
-    target.check_weights()  # a damaged checkpoint is named before anything reads it
-    draft_folder = ModelFolder.read(request.draft, "--draft")
-    draft_tensors = draft_folder.check_weights()
-    check_roles(target, draft_folder)
-    check_draft_weights(draft_folder, draft_tensors)
-    check_rules(target, draft_folder)  # check's rules: a layer the weights lack would load uninitialised
-    check_capture(target, draft_folder)  # before a model loads: no late StopIteration or empty max()
+    with headers_read_once():
+        target = ModelFolder.read(request.target, "--target")
+        target.check_weights()  # a damaged checkpoint is named before anything reads it
+        draft_folder = ModelFolder.read(request.draft, "--draft")
+        draft_tensors = draft_folder.check_weights()
+        check_roles(target, draft_folder)
+        check_draft_weights(draft_folder, draft_tensors)
+        check_rules(target, draft_folder)  # check's rules: a layer the weights lack would load uninitialised
+        check_capture(target, draft_folder)  # before a model loads: no late StopIteration or empty max()
     prompts = load_prompts(request)
     try:
         backend = make_backend(request.backend, target.path, request.device, dict(request.engine_args))

@@ -45,14 +45,16 @@ def validate_launch(server_args, previous) -> None:
     if not requested(server_args):
         previous(server_args)
         return
+    from sglang_eagle3_embed.core.readers.model_folder import headers_read_once
     from sglang_eagle3_embed.core.rules.registry import Stage
     from sglang_eagle3_embed.core.rules.table import evaluate
     from sglang_eagle3_embed.patch.launch_snapshot import snapshot
 
     state = dict(plugin_active=State.active, plugin_reason=State.reason, fetch=True)
-    _report(evaluate(snapshot(server_args, resolved=False, **state), Stage.PRE))
-    previous(server_args)
-    _report(evaluate(snapshot(server_args, resolved=True, **state), Stage.POST))
+    with headers_read_once():  # both stages read the same weights
+        _report(evaluate(snapshot(server_args, resolved=False, **state), Stage.PRE))
+        previous(server_args)
+        _report(evaluate(snapshot(server_args, resolved=True, **state), Stage.POST))
 
 
 def register() -> None:

@@ -17,7 +17,9 @@ import json
 import os
 import stat
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -27,7 +29,7 @@ from sglang_eagle3_embed.core.errors import InputError, positive_int
 __all__ = [
     "CONFIG", "DRAFT_LAYER_PREFIXES", "FC_WEIGHT_NAMES", "INDEX", "LAYER_PREFIX", "MTP_MODULES",
     "WRAPPED_LAYER_PREFIXES", "ModelFolder", "ModelFolderError", "TensorInfo", "config_file",
-    "decoder_layers", "describe_layers", "fc_in_features", "integer_field", "layer_count",
+    "decoder_layers", "describe_layers", "fc_in_features", "headers_read_once", "integer_field", "layer_count",
     "layer_prefixes", "looks_local", "read_config", "read_json", "safetensors_header", "text_config",
     "weight_files",
 ]  # fmt: skip
@@ -321,12 +323,38 @@ def _entry(name: str, entry, file: Path, what: str) -> tuple[int, int, TensorInf
     return start, stop, TensorInfo(dtype, tuple(shape))
 
 
+_HEADERS: ContextVar[dict | None] = ContextVar("safetensors_headers", default=None)
+"""The headers read inside :func:`headers_read_once`, by file; None outside it."""
+
+
+@contextmanager
+def headers_read_once() -> Iterator[None]:
+    """Inside the block, each safetensors file's header is read once: a command that reads a pair
+    in several ways (its weights checked, the rules' reading, the fc's width) opens each file once.
+    Only headers that read cleanly are kept, so a damaged file is named by every reader."""
+    token = _HEADERS.set({})
+    try:
+        yield
+    finally:
+        _HEADERS.reset(token)
+
+
 def safetensors_header(file, what: str = "") -> dict[str, TensorInfo]:
     """The tensors a safetensors file holds, from its header, checked against the file as the
     safetensors library checks it: the header's length and JSON, every entry's dtype, shape and
     byte range, and ranges that follow each other and fill the rest of the file exactly (a
     truncated file fails here)."""
     file = _path(file)
+    read = _HEADERS.get()
+    if read is None:
+        return _header(file, what)
+    key = file.absolute()
+    if key not in read:
+        read[key] = _header(file, what)
+    return dict(read[key])
+
+
+def _header(file: Path, what: str) -> dict[str, TensorInfo]:
     with _open(file, what) as f:
         size = os.fstat(f.fileno()).st_size
         head = _read(f, file, what, 8)

@@ -343,3 +343,20 @@ def test_a_draft_of_another_kind_is_refused_in_the_words_of_check(pair, tmp_path
     (finding,) = [f for f in run_check(launch) if f.rule == DRAFT_ARCHITECTURE]
     assert err.strip() == f"sglang-eagle3-embed: error: --draft {draft}: {finding.message}"
     assert loads == []
+
+
+@pytest.mark.releases
+def test_check_reads_each_weight_header_once_over_both_stages(pair, monkeypatch):
+    """check reads the pair before and after SGLang's resolution, the rules' weights each time:
+    each file's header is opened once."""
+    from sglang_eagle3_embed.core.readers import model_folder
+    from sglang_eagle3_embed.doctor.check import run_check
+
+    opened = []
+    real = model_folder._open
+    monkeypatch.setattr(model_folder, "_open", lambda file, what: opened.append(file) or real(file, what))
+    launch = ["--model-path", str(pair.target), "--speculative-algorithm", "EAGLE3",
+              "--speculative-draft-model-path", str(pair.draft), "--model-impl", "sglang_eagle3_embed"]  # fmt: skip
+    assert not [f for f in run_check(launch) if f.severity.value == "error"]
+    headers = [f for f in opened if f.suffix == ".safetensors"]
+    assert headers and sorted(headers) == sorted(set(headers))

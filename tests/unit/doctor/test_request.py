@@ -160,3 +160,19 @@ def test_a_draft_whose_fc_fits_its_ids_passes(tmp_path):
     check(*pair_folders(tmp_path, ids=[-1, 2, 4], fc_captures=3))
     (tmp_path / "two").mkdir()
     check(*pair_folders(tmp_path / "two", ids=[0, 3], fc_captures=2))
+
+
+def test_probe_reads_each_weight_header_once_before_a_model_loads(tmp_path, monkeypatch):
+    """The checks read both folders' weights in several ways (checked, the rules' reading, the fc's
+    width): each file's header is opened once."""
+    from sglang_eagle3_embed.core.readers import model_folder
+
+    target, draft = pair_folders(tmp_path, ids=[-1, 2, 4], fc_captures=3)
+    opened = []
+    real = model_folder._open
+    monkeypatch.setattr(model_folder, "_open", lambda file, what: opened.append(file) or real(file, what))
+    no_model_loads(monkeypatch)
+    with pytest.raises(AssertionError, match="a model loaded before the inputs were checked"):
+        probe_folders(ProbeRequest(target, draft))
+    headers = [f for f in opened if f.suffix == ".safetensors"]
+    assert sorted(headers) == sorted(set(headers)) and {f.parent for f in headers} == {target, draft}

@@ -30,6 +30,7 @@ from sglang_eagle3_embed.core.readers.model_folder import (
     decoder_layers,
     describe_layers,
     fc_in_features,
+    headers_read_once,
     layer_count,
     layer_prefixes,
     looks_local,
@@ -227,6 +228,32 @@ def test_header_lists_every_tensor_with_its_dtype_and_shape(tmp_path):
         "fc.weight": TensorInfo("F16", (4, 12)),
         "norm.weight": TensorInfo("F32", (4,)),
     }
+
+
+def test_inside_headers_read_once_a_file_is_opened_once(tmp_path, monkeypatch):
+    """Inside the block each header is read once and every reader gets its own copy; a damaged file
+    is read, and named, by every reader; outside the block, every read opens the file."""
+    from sglang_eagle3_embed.core.readers import model_folder
+
+    good, bad = tmp_path / "good.safetensors", tmp_path / "bad.safetensors"
+    good.write_bytes(safetensors_bytes({"fc.weight": fc(12)}))
+    bad.write_bytes(safetensors_bytes({"fc.weight": fc(12)})[:-1])
+    opened = []
+    real = model_folder._open
+    monkeypatch.setattr(
+        model_folder, "_open", lambda file, what: opened.append(file.name) or real(file, what)
+    )
+    with headers_read_once():
+        first = safetensors_header(good)
+        first.clear()
+        assert safetensors_header(tmp_path / "." / "good.safetensors") == {
+            "fc.weight": TensorInfo("F16", (4, 12))
+        }
+        for what in ("--draft", "--target"):
+            assert what in failure(safetensors_header, bad, what)
+    assert opened == ["good.safetensors", "bad.safetensors", "bad.safetensors"]
+    safetensors_header(good)
+    assert opened[-1] == "good.safetensors" and len(opened) == 4
 
 
 def test_the_header_agrees_with_the_safetensors_library(tmp_path):
