@@ -189,7 +189,7 @@ def draft_quality(narrow, draft, spec: KimiPairSpec, device: str = "cpu") -> dic
     serves, if it computes what the folder holds). A pair whose draft is weak here needs no server
     to show it."""
     from sglang_eagle3_embed.core.capture.ids import Convention, id_to_capture_index
-    from sglang_eagle3_embed.doctor.chain import simulate
+    from sglang_eagle3_embed.doctor.chain import score, simulate
     from sglang_eagle3_embed.doctor.tiny_target import Language
 
     count, length, new, steps = ACCEPT_PROBE
@@ -207,11 +207,8 @@ def draft_quality(narrow, draft, spec: KimiPairSpec, device: str = "cpu") -> dic
             states = small(tokens, output_hidden_states=True).hidden_states
         aux = torch.cat([states[i] for i in indices], dim=-1)
         runs, hits = simulate(draft, small.get_input_embeddings(), tokens, aux, steps, length - 1, new - 1)
-        runs = torch.cat([r.flatten() for r in runs]).double()
-        out[name] = {
-            "accept_length": round(1 + runs.mean().item(), 3),
-            "agreement": round(hits.float().mean().item(), 3),
-        }
+        scored = score(torch.cat(runs), hits, steps)
+        out[name] = {"accept_length": round(scored.accept_length, 3), "agreement": round(scored.agreement, 3)}
     draft.cpu()
     return out
 

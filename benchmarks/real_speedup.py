@@ -17,10 +17,11 @@ accept length the client reads from the server, the timed seconds, and the media
 ratio to no speculation's same round. Before its warm-up, each server is asked for the greedy
 continuations of the first prompts, as token ids and as text (:func:`served_check`): how often its
 token is the language's likeliest, the accept length of each request, and whether its outputs are
-no speculation's: what the served target computes, apart from what the draft is worth. Beside the measured ratio, for the servers that take the
-step it times: the one derived from the step times of ``benchmarks/step_times.py`` (its result,
-``--step-times``, by default ``step_times.json`` in ``--results``: V2-Lite's decode and speculative
-step at batch 1, 8 and 32, 3 steps) times the accept length measured here; ``-`` without it.
+no speculation's: what the served target computes, apart from what the draft is worth. Beside the
+measured ratio, for the servers that take the step it times: the one derived from the step times
+of ``benchmarks/step_times.py`` (its result, ``--step-times``, by default ``step_times.json`` in
+``--results``: V2-Lite's decode and speculative step at batch 1, 8 and 32, 3 steps) times the
+accept length measured here; ``-`` without it.
 
     python -m benchmarks.real_speedup --pair /tmp/rp --configs no-spec plugin-3 --logs L --results R
     python -m benchmarks.real_speedup --quick --from-json A.json B.json --results R   # render
