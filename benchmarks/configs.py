@@ -149,6 +149,27 @@ REAL_SPEEDUP = Suite(
 """``real_speedup.py``: one at a time with the V2-Lite-shaped pair (31 GB of weights, a KV pool for
 64 requests)."""
 
+
+@dataclass(frozen=True)
+class Requests:
+    """The serving benchmarks' requests: prompt and output tokens, the most requests one timed run
+    sends, and the seed their rows of the pair's language are sampled with (``real_pair.serving_rows``)."""
+
+    prompt_len: int
+    output_len: int
+    dataset_size: int
+    seed: int
+
+
+REQUESTS = Requests(prompt_len=64, output_len=128, dataset_size=2048, seed=2026)
+"""``real_speedup``'s defaults. The Kimi-K2.5-shaped pair trains on sequences of prompt plus output
+tokens (``KimiPairSpec.seq_len``), so every position a request reaches is one its target and draft
+learnt."""
+
+SERVED_CHECK = (16, 32)
+"""``real_speedup.served_check``: the first rows' prompts, and the greedy tokens asked for each
+(``kimi_build.draft_quality`` scores the narrow model's own on the same prompts)."""
+
 KIMI_SPEEDUP = Suite(
     servers=("no-spec", "stock-seed", "stock-seed-15", "plugin-3", "plugin-5", "plugin-7"),
     shared={

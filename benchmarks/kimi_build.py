@@ -178,22 +178,30 @@ def _int4_round(weight: torch.Tensor) -> torch.Tensor:
     return dequantize_int4(q["weight_packed"], q["weight_scale"], q["weight_shape"])[:, :cols].to(weight)
 
 
-ACCEPT_PROBE = (16, 16, 48, 3)
-""":func:`draft_quality`: prompts, their length, greedy tokens after them, chain steps (the plugin's 3)."""
+ACCEPT_STEPS = 3
+""":func:`draft_quality`'s chain steps (the plugin's server at 3 steps)."""
 
 
 def draft_quality(narrow, draft, spec: KimiPairSpec, device: str = "cpu") -> dict:
-    """The narrow draft's accept length and first-step agreement (chain speculation simulated as
-    ``probe`` does it) over the greedy continuations of prompts of the language, served by the
-    narrow model exactly (``exact``) and with the folder's rounding (``as written``: what SGLang
-    serves, if it computes what the folder holds). A pair whose draft is weak here needs no server
-    to show it."""
+    """What the served pair should do, at the narrow width, on the prompts of the first requests of
+    the serving benchmark (``configs.SERVED_CHECK``, ``spec.requests``): served by the narrow model
+    exactly (``exact``) and with the folder's rounding (``as written``: what SGLang serves, if it
+    computes what the folder holds), the greedy continuation of each prompt as long as a request's
+    output. Per model: the draft's accept length and first-step agreement over it (chain speculation
+    simulated as ``probe`` does it), and how often its first tokens are the language's likeliest
+    (``likeliest``: what ``real_speedup``'s served check measures on a server, on the same prompts).
+    A pair whose draft is weak here needs no server to show it; a server whose check scores below
+    ``as written`` computes another function than the folder's."""
+    from benchmarks.configs import SERVED_CHECK
+    from benchmarks.real_pair import language_hits, serving_rows
     from sglang_eagle3_embed.core.capture.ids import Convention, id_to_capture_index
     from sglang_eagle3_embed.doctor.chain import score, simulate
     from sglang_eagle3_embed.doctor.tiny_target import Language
 
-    count, length, new, steps = ACCEPT_PROBE
-    prompts = Language(spec.target_spec()).sample(count, length, torch.Generator().manual_seed(spec.seed + 4))
+    (count, checked), requests, steps = SERVED_CHECK, spec.requests, ACCEPT_STEPS
+    length, new = requests.prompt_len, requests.output_len
+    language = Language(spec.target_spec())
+    prompts = serving_rows(language, requests)[:count, :length]
     indices = [id_to_capture_index(i, Convention.LAYER_OUTPUT) for i in narrow_ids(spec)]
     draft = draft.to(device)
     out = {}
@@ -208,7 +216,12 @@ def draft_quality(narrow, draft, spec: KimiPairSpec, device: str = "cpu") -> dic
         aux = torch.cat([states[i] for i in indices], dim=-1)
         runs, hits = simulate(draft, small.get_input_embeddings(), tokens, aux, steps, length - 1, new - 1)
         scored = score(torch.cat(runs), hits, steps)
-        out[name] = {"accept_length": round(scored.accept_length, 3), "agreement": round(scored.agreement, 3)}
+        first = tokens[:, length : length + min(checked, new)].cpu()
+        out[name] = {
+            "accept_length": round(scored.accept_length, 3),
+            "agreement": round(scored.agreement, 3),
+            "likeliest": round(language_hits(language, prompts.tolist(), first.tolist()), 3),
+        }
     draft.cpu()
     return out
 
@@ -486,7 +499,7 @@ def build(out: Path, spec: KimiPairSpec, device: str = "cpu", *, reuse: bool = F
 
     narrow_draft, _ = load_draft(folders["narrow-draft"])
     quality["draft"] = draft_quality(narrow, narrow_draft, spec, device)
-    log(f"narrow draft, predicted at {ACCEPT_PROBE[3]} steps: {quality['draft']}")
+    log(f"narrow draft, predicted at {ACCEPT_STEPS} steps: {quality['draft']}")
 
     def build_target(tmp: Path) -> dict[str, str]:
         cache.write_origin(tmp, MADE_FROM, folders["narrow"])

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from benchmarks.configs import REQUESTS, Requests
 from benchmarks.real_pair import PairRecipe, capture_map
 from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
@@ -91,6 +92,19 @@ class KimiPairSpec(PairRecipe):
     draft_intermediate: int = 18432
     """The wide draft's MLP width (Kimi-K2.5's dense MLP's)."""
     narrow_draft_intermediate: int = 1152
+    prompt_len: int = REQUESTS.prompt_len
+    """The prompt tokens of the requests the pair is served (:attr:`requests`)."""
+    seq_len: int = REQUESTS.prompt_len + REQUESTS.output_len
+    """Trained on whole requests, prompt plus output tokens: a position past the sequences a model
+    trained on is one whose function it never learnt."""
+    batch: int = 12
+    """With :attr:`seq_len`, about the tokens per step of the V2-Lite pair's recipe (32 x 64)."""
+
+    @property
+    def requests(self) -> Requests:
+        """The serving benchmark's requests this pair is trained for (``configs.REQUESTS`` at the
+        real shape): :attr:`prompt_len` tokens, then the rest of :attr:`seq_len`."""
+        return Requests(self.prompt_len, self.seq_len - self.prompt_len, REQUESTS.dataset_size, REQUESTS.seed)
 
     @property
     def num_layers(self) -> int:
@@ -115,7 +129,7 @@ class KimiPairSpec(PairRecipe):
         }  # fmt: skip
         return cls(
             text=text, experts=4, divisor=4, narrow_intermediate=24, narrow_moe_intermediate=8,
-            ids=(-1, 2, 4), config_ids=(2, 4, 6), language_vocab=64, steps=40, batch=8, seq_len=16,
+            ids=(-1, 2, 4), config_ids=(2, 4, 6), language_vocab=64, steps=40, batch=8, seq_len=16, prompt_len=8,
             lr=3e-3, draft_steps=20, draft_lr=3e-3, draft_intermediate=96, narrow_draft_intermediate=24,
         )  # fmt: skip
 

@@ -369,6 +369,22 @@ def language_accuracy(model, language: Language, tokens) -> float:
     return (greedy[:, 1:-1] == best).float().mean().item()
 
 
+def language_hits(language: Language, prompts: list, outputs: list) -> float:
+    """The share of ``outputs`` (each the continuation of its prompt) that are the language's
+    likeliest token after the one before."""
+    tokens = torch.tensor([p + o for p, o in zip(prompts, outputs, strict=True)])
+    n = len(prompts[0])
+    best = language.best_next(tokens[:, :1], tokens[:, n - 1 : -1])
+    return (tokens[:, n:] == best).float().mean().item()
+
+
+def serving_rows(language: Language, requests) -> torch.Tensor:
+    """The rows a serving benchmark's requests are cut from (``configs.Requests``): prompt plus
+    output tokens of the language, as many as a timed run may send, from the requests' seed."""
+    length = requests.prompt_len + requests.output_len
+    return language.sample(requests.dataset_size, length, torch.Generator().manual_seed(requests.seed))
+
+
 # --- building the folders -----------------------------------------------------------------------
 
 

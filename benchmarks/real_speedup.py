@@ -147,19 +147,18 @@ def ask_canary(url: str, expect: Path, expectations) -> dict:
     return {"exit": answer.exit_code, "expect": str(expect), **answer.as_dict(expectations)}
 
 
-SERVED_CHECK = (16, 32)
-"""``served_check``: the first prompts of the dataset, and the greedy tokens asked for each."""
-
-
 def served_check(server, language, rows, prompt_len: int) -> dict:
     """What the server generates greedily for the first prompts of the dataset, before anything is
     timed, asked as token ids and as the text the serving client sends: per form, how often its
     token is the language's likeliest (what the served target computes; the build records its
-    narrow model's own score), each request's accept length, and a digest of the outputs (lossless
-    speculation gives no speculation's; the text gives the ids' if the server tokenizes it back)."""
+    narrow model's own score), each request's accept length and prompt tokens as the server counts
+    them, and a digest of the outputs (lossless speculation gives no speculation's; the text gives
+    the ids' if the server tokenizes it back)."""
+    from benchmarks.real_pair import language_hits
     from sglang_eagle3_embed.doctor.tokenizer import text_of
 
-    count, new = SERVED_CHECK
+    count, new = configs.SERVED_CHECK
+    new = min(new, rows.shape[1] - prompt_len)  # no further than a request's output goes
     prompts = rows[:count, :prompt_len].tolist()
     sampling = {"temperature": 0, "max_new_tokens": new, "ignore_eos": True}
     out = {}
@@ -175,23 +174,24 @@ def served_check(server, language, rows, prompt_len: int) -> dict:
         out[form] = {
             "language_accuracy": round(language_hits(language, prompts, outputs), 3),
             "accept_lengths": [o["meta_info"].get("spec_accept_length") for o in body],
+            "prompt_tokens": [o["meta_info"].get("prompt_tokens") for o in body],
             "outputs": hashlib.sha256(json.dumps(outputs).encode()).hexdigest()[:16],
         }
     return out
 
 
-def language_hits(language, prompts: list, outputs: list) -> float:
-    """The share of ``outputs`` (each the continuation of its prompt) that are the language's
-    likeliest token after the one before."""
-    import torch
-
-    tokens = torch.tensor([p + o for p, o in zip(prompts, outputs, strict=True)])
-    n = len(prompts[0])
-    best = language.best_next(tokens[:, :1], tokens[:, n - 1 : -1])
-    return (tokens[:, n:] == best).float().mean().item()
+def folder_prediction(pair: Path, spec, requests) -> dict | None:
+    """The build's ``quality.draft`` (``kimi_build.draft_quality``, in ``kimi_build.json``) when it
+    scored the prompts this run's served check asks (the pair trained for these requests)."""
+    try:
+        quality = json.loads((pair / "kimi_build.json").read_text())["quality"]["draft"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return quality if getattr(spec, "requests", None) == requests else None
 
 
 def measure(args) -> dict:
+    from benchmarks.real_pair import serving_rows
     from sglang_eagle3_embed.doctor.tiny_target import Language
     from sglang_eagle3_embed.testing.server_run import write_custom_dataset
 
@@ -203,14 +203,17 @@ def measure(args) -> dict:
     if unknown:
         raise SystemExit(f"--configs {unknown}: not among this pair's servers {list(suite.servers)}")
     canaries = canary_files(args.canary or [], args.configs)
-    import torch
-
     cap = args.dataset_size
     language = Language(spec.target_spec())
-    rows = language.sample(cap, args.prompt_len + args.output_len, torch.Generator().manual_seed(2026))
+    requests = configs.Requests(args.prompt_len, args.output_len, cap, configs.REQUESTS.seed)
+    rows = serving_rows(language, requests)
+    if requests.prompt_len + requests.output_len > spec.seq_len:
+        print(f"note: a request reaches position {requests.prompt_len + requests.output_len}; the pair "
+              f"trained on {spec.seq_len} tokens, past which its function is untrained", flush=True)  # fmt: skip
     dataset = write_custom_dataset(rows.tolist(), args.prompt_len, logs / "language.jsonl")
     result = {
         "rounds": {}, "sizes": {}, "startup_s": {}, "canary": {}, "served": {}, "kimi": suite is configs.KIMI_SPEEDUP,
+        "expected": folder_prediction(pair, spec, requests),
         "setup": vars(args) | {"spec": spec.__dict__},
     }  # fmt: skip
     for name in args.configs:
@@ -222,7 +225,7 @@ def measure(args) -> dict:
             print(f"{configs.label(name)}: ready in {result['startup_s'][name]} s", flush=True)
             result["served"][name] = served_check(server, language, rows, args.prompt_len)
             _common.write_json(args.results, args.name, result)
-            print(served_line(name, result["served"]), flush=True)
+            print(served_line(name, result["served"], result["expected"]), flush=True)
             sizes = {}
             for c in args.concurrency:  # warm-up: every batch shape compiled before anything is timed
                 out = logs / f"warmup-{c}-{name}.jsonl"
@@ -270,6 +273,7 @@ def merged(results: list[dict]) -> dict:
             out[key].update(result.get(key, {}))
         out["env"] = result.get("env") or out["env"]
         out["kimi"] = out["kimi"] or bool(result.get("kimi"))
+        out["expected"] = result.get("expected") or out.get("expected")
     order = [name for name in CONFIGS if name in out["rounds"]]
     out["rounds"] = {name: out["rounds"][name] for name in order}
     return out
@@ -340,23 +344,30 @@ def render(result: dict, steps: dict | None = None) -> str:
             ])  # fmt: skip
     table = _common.markdown_table(header, rows)
     served = result.get("served", {})
-    checks = "\n".join(served_line(name, served) for name in served)
+    checks = "\n".join(served_line(name, served, result.get("expected")) for name in served)
     canaries = [canary_line(name, answer) for name, answer in result.get("canary", {}).items()]
     return "\n\n".join([table, *([checks] if checks else []), *canaries])
 
 
-def served_line(name: str, served: dict) -> str:
+def served_line(name: str, served: dict, expected: dict | None = None) -> str:
     """The served check of server ``name`` (:func:`served_check`), each form's outputs beside no
-    speculation's when the result has them."""
+    speculation's when the result has them, and its likeliest tokens beside the folder's own
+    (``expected``: :func:`folder_prediction`) when the build scored the same prompts."""
     parts, plain = [], served.get("no-spec", {})
     for form, check in served[name].items():
         if "error" in check:
             parts.append(f"{form}: {check['error']}")
             continue
-        part = f"{form}: likeliest {check['language_accuracy']:.1%}, outputs {check['outputs']}"
+        part = f"{form}: likeliest {check['language_accuracy']:.1%}"
+        if expected:
+            part += f" (the folder's {expected['as written']['likeliest']:.1%})"
+        part += f", outputs {check['outputs']}"
         if "outputs" in plain.get(form, {}) and name != "no-spec":
             same = plain[form]["outputs"] == check["outputs"]
             part += " (no speculation's)" if same else " (not no speculation's)"
+        counted = [n for n in check.get("prompt_tokens", []) if n is not None]
+        if counted:  # the server's count: a text the server tokenizes into other ids shows here
+            part += f", prompt tokens {min(counted)}-{max(counted)}"
         accepts = [a for a in check["accept_lengths"] if a is not None]
         if accepts:
             part += f", accept length per request {min(accepts):.2f}-{max(accepts):.2f}"
@@ -400,9 +411,14 @@ def main() -> dict:
     )
     p.add_argument("--concurrency", type=int, nargs="+", default=list(speedup.CONCURRENCY))
     p.add_argument("--seconds", type=float, default=24.0, help="timed seconds per concurrency, all rounds")
-    p.add_argument("--prompt-len", type=int, default=64)
-    p.add_argument("--output-len", type=int, default=128)
-    p.add_argument("--dataset-size", type=int, default=2048, help="most requests one timed run sends")
+    p.add_argument("--prompt-len", type=int, default=configs.REQUESTS.prompt_len)
+    p.add_argument("--output-len", type=int, default=configs.REQUESTS.output_len)
+    p.add_argument(
+        "--dataset-size",
+        type=int,
+        default=configs.REQUESTS.dataset_size,
+        help="most requests one timed run sends",
+    )
     p.add_argument("--name", default=NAME, help="the result's file name (one per command)")
     p.add_argument(
         "--probe-prompts", type=Path, metavar="FILE", help="write prompts for probe --prompts; stop"

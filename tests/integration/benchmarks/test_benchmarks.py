@@ -724,9 +724,11 @@ def test_real_speedup_checks_what_each_server_generates(tmp_path):
     they are no speculation's."""
     import torch
 
+    from benchmarks import configs
     from benchmarks import real_speedup as rs
-    from benchmarks.real_pair import RealPairSpec
+    from benchmarks.real_pair import RealPairSpec, language_hits
     from sglang_eagle3_embed.doctor.tiny_target import Language
+    from sglang_eagle3_embed.doctor.tokenizer import text_of
     from sglang_eagle3_embed.testing.server_run import Server
     from sglang_eagle3_embed.testing.stand_in_server import ACCEPT_LENGTH, serving
 
@@ -738,27 +740,33 @@ def test_real_speedup_checks_what_each_server_generates(tmp_path):
         for _ in range(6):
             tokens.append(int(language.best_next(torch.tensor(tokens[:1]), torch.tensor(tokens[-1:]))[0]))
         likeliest.append(tokens[len(prompt) :])
-    assert rs.language_hits(language, prompts, likeliest) == 1.0
+    assert language_hits(language, prompts, likeliest) == 1.0
     shifted = [[(t + 1) % language.spec.vocab for t in out] for out in likeliest]
-    assert rs.language_hits(language, prompts, shifted) < 0.5
+    assert language_hits(language, prompts, shifted) < 0.5
 
     with serving() as port:  # the stand-in repeats an id prompt, and answers a text one with 0, 1, 2...
         check = rs.served_check(Server("stand-in", {"port": port}, tmp_path), language, rows, 8)
-    count, new = rs.SERVED_CHECK
+    count, new = configs.SERVED_CHECK[0], 16  # no further than the rows' 16 output tokens
     asked = rows[:count, :8].tolist()
     assert check["ids"]["language_accuracy"] == round(
-        rs.language_hits(language, asked, [(row * new)[:new] for row in asked]), 3
+        language_hits(language, asked, [(row * new)[:new] for row in asked]), 3
     )
     assert check["text"]["language_accuracy"] == round(
-        rs.language_hits(language, asked, [list(range(new))] * count), 3
+        language_hits(language, asked, [list(range(new))] * count), 3
     )
     assert check["ids"]["accept_lengths"] == check["text"]["accept_lengths"] == [ACCEPT_LENGTH] * count
+    assert check["ids"]["prompt_tokens"] == [8] * count  # the stand-in counts a text's characters
+    assert check["text"]["prompt_tokens"] == [len(text_of(p)) for p in asked]
     assert check["ids"]["outputs"] != check["text"]["outputs"]
     line = rs.served_line("plugin-3", {"no-spec": check, "plugin-3": check})
     assert line.startswith("served check, plugin, 3 steps: ids: likeliest ")
     assert (
-        f"outputs {check['ids']['outputs']} (no speculation's), accept length per request 2.00-2.00" in line
+        f"outputs {check['ids']['outputs']} (no speculation's), prompt tokens 8-8, accept length per request 2.00-2.00"
+        in line
     )
+    folder = {"as written": {"likeliest": 0.5}}  # the build's score of the same prompts
+    assert "ids: likeliest " in line and "(the folder's" not in line
+    assert "(the folder's 50.0%), outputs" in rs.served_line("no-spec", {"no-spec": check}, folder)
     other = {**check, "text": {**check["text"], "outputs": "0" * 16}}
     line = rs.served_line("plugin-3", {"no-spec": check, "plugin-3": other})
     assert "ids: likeliest" in line and "(no speculation's)" in line

@@ -4,6 +4,7 @@ forward gives the plugin's captures of the seed's trained ids as the narrow mode
 experts and bf16 weights rounded alike), stock SGLang's reading of the shipped ids reads other
 tensors, the wide draft computes what the narrow draft computes, and a stopped build resumes."""
 
+import dataclasses
 import json
 import os
 
@@ -130,7 +131,63 @@ def test_the_build_predicts_the_narrow_drafts_accept_length(built):
     with torch.no_grad():
         draft.lm_head.weight.copy_(draft.lm_head.weight.roll(1, dims=0))
     wrong = kimi_build.draft_quality(narrow, draft, SPEC)
-    assert wrong["exact"] == {"accept_length": 1.0, "agreement": 0.0}, wrong
+    assert wrong["exact"] | {"likeliest": None} == {"accept_length": 1.0, "agreement": 0.0, "likeliest": None}
+
+
+@pytest.mark.releases
+def test_the_served_check_asks_what_the_build_scored(built, monkeypatch):
+    """``real_speedup``'s served check asks a server the prompts the build scored, and a server that
+    computes what the folder holds (the narrow model as written, greedy) answers the tokens the
+    build scored as written: the check's score and the build's are of the same tokens. A run on
+    the folder carries the build's record when its requests are the ones the pair trained for."""
+    from benchmarks import real_pair, real_speedup
+
+    class Narrow:  # answers /generate for token ids as a server of the folder would
+        def __init__(self, model):
+            self.model, self.asked, self.answered = model, None, None
+
+        def request(self, path, payload):
+            if "input_ids" not in payload:
+                return 400, "token ids only"
+            self.asked = payload["input_ids"]
+            tokens = torch.tensor(self.asked)
+            with torch.no_grad():
+                for _ in range(payload["sampling_params"]["max_new_tokens"]):
+                    tokens = torch.cat([tokens, self.model(tokens).logits[:, -1:].argmax(-1)], dim=1)
+            self.answered = tokens[:, len(self.asked[0]) :].tolist()
+            return 200, [{"output_ids": out, "meta_info": {}} for out in self.answered]
+
+    scored = []
+    monkeypatch.setattr(
+        real_pair, "language_hits", lambda _, prompts, out: scored.append((prompts, out)) or 0.0
+    )
+    narrow = kimi_build.load_narrow(built["narrow"], SPEC)
+    draft, _ = load_draft(built["narrow-draft"])
+    kimi_build.draft_quality(narrow, draft, SPEC)
+    _, (prompts, as_written) = scored
+    monkeypatch.undo()
+    server = Narrow(kimi_build.as_written(narrow))
+    language = Language(SPEC.target_spec())
+    check = real_speedup.served_check(
+        server, language, real_pair.serving_rows(language, SPEC.requests), SPEC.prompt_len
+    )
+    assert server.asked == prompts and server.answered == as_written
+    assert check["ids"]["language_accuracy"] == built["result"]["quality"]["draft"]["as written"]["likeliest"]
+
+    recorded = built["result"]["quality"]["draft"]
+    (built["out"] / "kimi_build.json").write_text(json.dumps(built["result"]))
+    assert real_speedup.folder_prediction(built["out"], SPEC, SPEC.requests) == recorded
+    longer = dataclasses.replace(SPEC.requests, output_len=SPEC.requests.output_len + 1)
+    assert real_speedup.folder_prediction(built["out"], SPEC, longer) is None  # other prompts' record
+
+
+def test_the_pair_trains_on_the_requests_it_is_served():
+    """The Kimi-K2.5-shaped pair's training sequences are the serving benchmark's requests, prompt
+    plus output: no request reaches a position its target and draft never trained on."""
+    from benchmarks import configs
+
+    assert KimiPairSpec().requests == configs.REQUESTS
+    assert KimiPairSpec().seq_len == configs.REQUESTS.prompt_len + configs.REQUESTS.output_len
 
 
 @pytest.mark.releases
