@@ -190,6 +190,15 @@ def folder_prediction(pair: Path, spec, requests) -> dict | None:
     return quality if getattr(spec, "requests", None) == requests else None
 
 
+def untrained_note(requests, seq_len: int) -> str | None:
+    """A line when ``requests`` reach past the ``seq_len`` tokens the pair trained on: the tokens
+    served there come from a function nobody trained, for the target and the draft alike."""
+    reach = requests.prompt_len + requests.output_len
+    if reach <= seq_len:
+        return None
+    return f"note: a request reaches position {reach}; the pair trained on {seq_len} tokens, past which its function is untrained"
+
+
 def measure(args) -> dict:
     from benchmarks.real_pair import serving_rows
     from sglang_eagle3_embed.doctor.tiny_target import Language
@@ -207,9 +216,8 @@ def measure(args) -> dict:
     language = Language(spec.target_spec())
     requests = configs.Requests(args.prompt_len, args.output_len, cap, configs.REQUESTS.seed)
     rows = serving_rows(language, requests)
-    if requests.prompt_len + requests.output_len > spec.seq_len:
-        print(f"note: a request reaches position {requests.prompt_len + requests.output_len}; the pair "
-              f"trained on {spec.seq_len} tokens, past which its function is untrained", flush=True)  # fmt: skip
+    if note := untrained_note(requests, spec.seq_len):
+        print(note, flush=True)
     dataset = write_custom_dataset(rows.tolist(), args.prompt_len, logs / "language.jsonl")
     result = {
         "rounds": {}, "sizes": {}, "startup_s": {}, "canary": {}, "served": {}, "kimi": suite is configs.KIMI_SPEEDUP,

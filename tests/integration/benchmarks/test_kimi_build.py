@@ -185,9 +185,15 @@ def test_the_pair_trains_on_the_requests_it_is_served():
     """The Kimi-K2.5-shaped pair's training sequences are the serving benchmark's requests, prompt
     plus output: no request reaches a position its target and draft never trained on."""
     from benchmarks import configs
+    from benchmarks.real_pair import RealPairSpec
+    from benchmarks.real_speedup import untrained_note
 
     assert KimiPairSpec().requests == configs.REQUESTS
     assert KimiPairSpec().seq_len == configs.REQUESTS.prompt_len + configs.REQUESTS.output_len
+    assert untrained_note(configs.REQUESTS, KimiPairSpec().seq_len) is None
+    assert untrained_note(configs.REQUESTS, RealPairSpec().seq_len) == (  # the V2-Lite pair's 64
+        "note: a request reaches position 192; the pair trained on 64 tokens, past which its function is untrained"
+    )
 
 
 @pytest.mark.releases
