@@ -181,10 +181,11 @@ class EngineBackend:
         self.embedding = torch.nn.Embedding.from_pretrained(embed.float()).to(device)
 
     def _start(self, order: list[int]):
-        import sglang
-
+        self._release_cached_memory()
         if self.engine is not None and self.order == order:
             return
+        import sglang
+
         if self.engine is not None:
             self.engine.shutdown()
         self.order = order
@@ -199,6 +200,13 @@ class EngineBackend:
                 "return_aux_hidden_state_layer_ids": order,
             }
         )
+
+    @staticmethod
+    def _release_cached_memory():
+        """The engine's scheduler shares the GPU with this process, whose caching allocator keeps
+        what the draft's last batch used: the engine's next batch needs that memory back."""
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
     def generate(self, prompts: torch.Tensor, new_tokens: int) -> torch.Tensor:
         self._start(self.order or [0])
