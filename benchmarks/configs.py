@@ -68,6 +68,7 @@ SERVERS = {
         Server("stock-seed", "stock SGLang, the seed's flags", spec(1, tokens=16), "seed"),
         Server("stock-seed-15", "stock SGLang, the seed's config, 15 steps", spec(15, tokens=16), "seed"),
         Server("plugin-5", "plugin, 5 steps", spec(5), "nested"),
+        Server("plugin-2", "plugin, 2 steps", spec(2), "nested"),
     )
 }
 BASELINE = "no-spec"
@@ -171,7 +172,7 @@ SERVED_CHECK = (16, 32)
 (``kimi_build.draft_quality`` scores the narrow model's own on the same prompts)."""
 
 KIMI_SPEEDUP = Suite(
-    servers=("no-spec", "stock-seed", "stock-seed-15", "plugin-3", "plugin-5", "plugin-7"),
+    servers=("no-spec", "stock-seed", "stock-seed-15", "plugin-2", "plugin-3", "plugin-5", "plugin-7"),
     shared={
         **SERVED,
         "trust_remote_code": True,

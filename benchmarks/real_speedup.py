@@ -8,7 +8,7 @@ another: no speculation; stock SGLang with the same draft (ids at the top level,
 default layers); the plugin at 3 and 7 steps (top-k 1). For the Kimi-K2.5 pair, those of
 ``configs.KIMI_SPEEDUP``: no speculation; stock SGLang with the seed's draft config (``[2, 30,
 58]``) and flags (1 step, 16 draft tokens), and at 15 steps; the plugin with the corrected config
-at 3, 5 and 7 steps. Each is started, then at every concurrency warmed up by an untimed run whose
+at 2, 3, 5 and 7 steps. Each is started, then at every concurrency warmed up by an untimed run whose
 throughput sizes the timed runs (``--seconds`` of work per concurrency over all rounds), then
 timed for ``--rounds`` rounds, the order of the concurrencies rotating from round to round, by
 ``python -m sglang.benchmark.serving`` on a ``custom`` dataset of the pair's language. Reported per
