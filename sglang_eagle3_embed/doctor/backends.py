@@ -180,6 +180,12 @@ class EngineBackend:
         embed = read_tensor(target, "embed_tokens.weight")
         self.embedding = torch.nn.Embedding.from_pretrained(embed.float()).to(device)
 
+    def expect(self, indices: list[int]) -> None:
+        """The capture indices ``states`` will be asked for: an engine not yet started captures
+        them from its start, so ``generate`` and ``states`` share it (each start loads the target)."""
+        if self.engine is None:
+            self.order = sorted(set(indices) | {0})
+
     def _start(self, order: list[int]):
         self._release_cached_memory()
         if self.engine is not None and self.order == order:

@@ -68,6 +68,8 @@ def run_probe(
         return ProbeReport(
             [WiringResult(w, None) for w in wirings], steps, prompts.shape[0], new_tokens, backend.name
         )
+    if hasattr(backend, "expect"):  # a backend that starts a server captures what it must from its start
+        backend.expect(needed)
     runs = {w.indices: [] for w in scored}
     hits = {w.indices: [] for w in scored}
     bar = tqdm(

@@ -199,3 +199,26 @@ def test_probe_measures_an_mla_draft_on_both_cpu_backends(tiny_mla_pair, sglang_
         for backend, r in reports.items()
     }
     assert scored["hf"] == pytest.approx(scored["sglang-cpu"], abs=0.02)
+
+
+def test_probe_names_the_captures_before_the_target_generates(tiny_pair):
+    """A backend that starts a server (``engine``) is told every capture index the wirings need
+    before its first call, so that one start serves generation and capture."""
+    calls = []
+
+    class Recording(HFBackend):
+        def expect(self, indices):
+            calls.append(("expect", tuple(indices)))
+
+        def generate(self, prompts, new_tokens):
+            calls.append(("generate",))
+            return super().generate(prompts, new_tokens)
+
+    draft, token_map = load_draft(tiny_pair.draft)
+    backend = Recording(tiny_pair.target)
+    config = json.loads((tiny_pair.draft / "config.json").read_text())
+    wirings = candidate_wirings(config, backend.num_layers)
+    tokens = tiny_pair.language.sample(4, 8, torch.Generator().manual_seed(0))
+    run_probe(backend, draft, token_map, wirings, tokens, new_tokens=4, steps=2, batch=2, progress=False)
+    needed = tuple(sorted({i for w in wirings if w.indices is not None for i in w.indices}))
+    assert calls == [("expect", needed), ("generate",), ("generate",)]

@@ -19,6 +19,9 @@ class RecordingEngine:
             outs.append({"output_ids": [1] * new, "meta_info": {"hidden_states": [states]}})
         return outs
 
+    def shutdown(self):
+        self.calls.append("shutdown")
+
 
 def test_every_engine_call_first_gives_back_what_the_draft_cached(monkeypatch):
     """The probe's draft runs in this process on the engine's GPU; the allocator keeps what the
@@ -37,3 +40,28 @@ def test_every_engine_call_first_gives_back_what_the_draft_cached(monkeypatch):
 
     assert calls == ["empty", "engine", "empty", "engine"]
     assert tokens.shape == (2, 5) and states[2].shape == (2, 5, 4)
+
+
+def test_an_expected_capture_starts_one_engine_for_generate_and_states(monkeypatch):
+    """Each engine start loads the target (a minute at Kimi-K2.5's shape): told what ``states``
+    will capture, the backend starts one engine that serves both ``generate`` and ``states``."""
+    import sglang
+
+    started = []
+
+    def engine(**kwargs):
+        started.append(kwargs["return_aux_hidden_state_layer_ids"])
+        return RecordingEngine([], width=len(started[-1]) * 4)
+
+    monkeypatch.setattr(sglang, "Engine", engine)
+    backend = EngineBackend.__new__(EngineBackend)
+    backend.target, backend.engine_args, backend.device = "t", {}, "cpu"
+    backend.engine, backend.order = None, []
+    backend.embedding = torch.nn.Embedding(10, 4)
+
+    backend.expect([5, 2])
+    tokens = backend.generate(torch.ones(2, 3, dtype=torch.long), new_tokens=2)
+    states = backend.states(tokens, [2, 5])
+
+    assert started == [[0, 2, 5]]
+    assert states[5].shape == (2, 5, 4)
