@@ -184,7 +184,12 @@ class EngineBackend:
         """The capture indices ``states`` will be asked for: an engine not yet started captures
         them from its start, so ``generate`` and ``states`` share it (each start loads the target)."""
         if self.engine is None:
-            self.order = sorted(set(indices) | {0})
+            self.order = self._capture_order(indices)
+
+    @staticmethod
+    def _capture_order(indices) -> list[int]:
+        """What the engine captures for ``indices``: ascending, index 0 leading (see the class)."""
+        return sorted(set(indices) | {0})
 
     def _start(self, order: list[int]):
         self._release_cached_memory()
@@ -223,7 +228,7 @@ class EngineBackend:
         return torch.tensor([p + o["output_ids"] for p, o in zip(prompts.tolist(), outs)])
 
     def states(self, tokens: torch.Tensor, indices: list[int]) -> dict[int, torch.Tensor]:
-        order = sorted(set(indices) | {0})
+        order = self._capture_order(indices)
         self._start(order)
         outs = self.engine.generate(
             input_ids=tokens.tolist(),
