@@ -182,14 +182,19 @@ def load_draft(folder: Path, device: str = "cpu"):
             f"target_hidden_size {target_hidden}"
         )
     try:
-        draft = Eagle3Draft(config, captures)
+        # on the meta device: every parameter comes from the weights, so none is initialised
+        # (random numbers for a draft of Kimi-K2.5's width cost more than reading its weights)
+        with torch.device("meta"):
+            draft = Eagle3Draft(config, captures)
     except Exception as exc:  # transformers validates the fields its own way (strict dataclasses)
         raise InputError(
             f"--draft {folder}: its config.json cannot build the draft's layer "
             f"({type(exc).__name__}: {str(exc)[:200]}); use the draft's original config.json"
         ) from None
+    dtypes = {k: p.dtype for k, p in draft.named_parameters()}
+    weights = {k: v.to(dtypes[k]) if k in dtypes else v for k, v in weights.items()}
     try:
-        missing, unexpected = draft.load_state_dict(weights, strict=False)
+        missing, unexpected = draft.load_state_dict(weights, strict=False, assign=True)
     except RuntimeError as exc:
         raise InputError(f"{folder}: its weights do not match its config.json: {exc}") from None
     missing = [m for m in missing if not m.startswith("rotary") and m != "embed_tokens.weight"]
@@ -197,5 +202,6 @@ def load_draft(folder: Path, device: str = "cpu"):
         raise InputError(
             f"{folder}: weights do not match the draft config: missing {missing}, unexpected {unexpected}"
         )
+    draft.rotary = type(draft.rotary)(draft.config)  # its buffers are computed, not loaded
     token_map = None if d2t is None else (torch.arange(d2t.numel()) + d2t).to(device)
     return draft.to(device).eval(), token_map

@@ -2,6 +2,7 @@
 loads through SGLang's own weight loader, and learns from the tiny target."""
 
 import copy
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -127,3 +128,43 @@ def test_mla_twin_equals_sglangs_mla_draft_forward(sglang_cpu, tiny_pair):
         twin_hidden = twin.hidden(embedding[ids][None], aux[None])[0]
     assert torch.allclose(sglang_hidden, twin_hidden, atol=1e-5), (sglang_hidden - twin_hidden).abs().max()
     assert torch.equal(model.lm_head.weight, twin.lm_head.weight)
+
+
+@pytest.mark.parametrize("architecture", ["llama", "mla"])
+def test_load_draft_initialises_nothing_the_weights_replace(tiny_pair, tmp_path, monkeypatch, architecture):
+    """``load_draft`` builds the draft's layers on the meta device (no random numbers for what
+    the weights replace) and still loads what was written: every parameter and buffer equal to
+    the written twin's, and the same outputs."""
+    from safetensors.torch import save_file
+    from transformers import AutoConfig
+
+    from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
+    from sglang_eagle3_embed.doctor.tiny_draft import mla_draft_config_dict
+
+    if architecture == "mla":
+        cfg = mla_draft_config_dict(AutoConfig.from_pretrained(tiny_pair.target), [-1, 2, 4])
+    else:
+        cfg = draft_config_dict(hidden=64, vocab=128, heads=4, ids=[-1, 2, 4], target_hidden=64)
+    torch.manual_seed(0)
+    twin = Eagle3Draft(cfg).eval()
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    save_file(twin.checkpoint(), str(tmp_path / "model.safetensors"))
+    initialised = []
+    kaiming = torch.nn.init.kaiming_uniform_
+
+    def recording(tensor, *args, **kwargs):
+        initialised.append(tensor.device.type)
+        return kaiming(tensor, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.init, "kaiming_uniform_", recording)
+    loaded, _ = load_draft(tmp_path)
+    assert initialised and set(initialised) == {"meta"}, initialised
+    ours, theirs = dict(loaded.named_parameters()), dict(twin.named_parameters())
+    ours.update(loaded.named_buffers())
+    theirs.update(twin.named_buffers())
+    assert ours.keys() == theirs.keys()
+    for name, tensor in theirs.items():
+        assert ours[name].dtype == tensor.dtype and torch.equal(ours[name], tensor), name
+    embeds, aux = torch.randn(1, 5, cfg["hidden_size"]), torch.randn(1, 5, 3 * cfg["target_hidden_size"])
+    with torch.no_grad():
+        assert torch.equal(loaded(embeds, aux), twin(embeds, aux))
