@@ -69,6 +69,8 @@ SERVERS = {
         Server("stock-seed-15", "stock SGLang, the seed's config, 15 steps", spec(15, tokens=16), "seed"),
         Server("plugin-5", "plugin, 5 steps", spec(5), "nested"),
         Server("plugin-2", "plugin, 2 steps", spec(2), "nested"),
+        # the seed's step count with the draft wired as trained: the fix alone, flags unchanged
+        Server("plugin-1", "plugin, 1 step", spec(1), "nested"),
     )
 }
 BASELINE = "no-spec"
@@ -172,7 +174,16 @@ SERVED_CHECK = (16, 32)
 (``kimi_build.draft_quality`` scores the narrow model's own on the same prompts)."""
 
 KIMI_SPEEDUP = Suite(
-    servers=("no-spec", "stock-seed", "stock-seed-15", "plugin-2", "plugin-3", "plugin-5", "plugin-7"),
+    servers=(
+        "no-spec",
+        "stock-seed",
+        "stock-seed-15",
+        "plugin-1",
+        "plugin-2",
+        "plugin-3",
+        "plugin-5",
+        "plugin-7",
+    ),
     shared={
         **SERVED,
         "trust_remote_code": True,

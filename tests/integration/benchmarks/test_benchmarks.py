@@ -536,6 +536,7 @@ def test_the_kimi_suite_serves_the_seeds_launch_lines_as_sglang_resolves_them(tm
         "no-spec": (None, None, "auto"),
         "stock-seed": (1, 2, "auto"),
         "stock-seed-15": (15, 16, "auto"),
+        "plugin-1": (1, 2, "sglang_eagle3_embed"),
         "plugin-2": (2, 3, "sglang_eagle3_embed"),
         "plugin-3": (3, 4, "sglang_eagle3_embed"),
         "plugin-5": (5, 6, "sglang_eagle3_embed"),
