@@ -29,9 +29,10 @@ accept length measured here; ``-`` without it.
 ``--probe-prompts FILE`` writes prompts of the pair's language for ``probe --prompts`` and stops: the
 canary's expectations are recorded on them (``probe --backend engine --expectations``).
 With ``--canary ID=FILE`` (expectations ``probe --expectations`` recorded), the server ``ID`` is
-also asked by the canary after its timed rounds, as ``sglang-eagle3-embed canary --expect FILE``
-asks it: its exit code, served and predicted accept lengths and verdict go in the result and under
-the table.
+also asked by the canary right after the served check, before any warm-up or timed round, as
+``sglang-eagle3-embed canary --expect FILE`` asks it: its exit code, served and predicted accept
+lengths and verdict go in the result and under the table, and a run stopped in its timed rounds
+keeps them.
 
 A run writes its JSON after every timed run, so a stopped command keeps what it measured;
 ``--from-json`` merges several runs' servers into one result.
@@ -234,6 +235,10 @@ def measure(args) -> dict:
             result["served"][name] = served_check(server, language, rows, args.prompt_len)
             _common.write_json(args.results, args.name, result)
             print(served_line(name, result["served"], result["expected"]), flush=True)
+            if name in canaries:  # before the timed rounds: a run stopped in them keeps the verdict
+                result["canary"][name] = ask_canary(server.url, *canaries[name])
+                _common.write_json(args.results, args.name, result)
+                print(canary_line(name, result["canary"][name]), flush=True)
             sizes = {}
             for c in args.concurrency:  # warm-up: every batch shape compiled before anything is timed
                 out = logs / f"warmup-{c}-{name}.jsonl"
@@ -253,10 +258,6 @@ def measure(args) -> dict:
                     result["rounds"][name][str(c)].append(client_record(out, KEYS))
                     _common.write_json(args.results, args.name, result)
                 print(f"{configs.label(name)}: round {r + 1} of {args.rounds} measured", flush=True)
-            if name in canaries:
-                result["canary"][name] = ask_canary(server.url, *canaries[name])
-                _common.write_json(args.results, args.name, result)
-                print(canary_line(name, result["canary"][name]), flush=True)
         finally:
             server.stop()
     return result
@@ -435,7 +436,7 @@ def main() -> dict:
         "--canary",
         nargs="+",
         metavar="ID=FILE",
-        help="after its timed rounds, ask server ID the canary with expectations FILE (probe --expectations)",
+        help="before its timed rounds, ask server ID the canary with expectations FILE (probe --expectations)",
     )
     p.add_argument(
         "--step-times", type=Path, help=f"step_times.py's result (default: {STEP_TIMES} in --results)"

@@ -710,6 +710,71 @@ def test_real_speedup_asks_the_canary_of_a_server_and_reports_its_verdict(tiny_p
         assert named in str(stopped.value), (value, stopped.value)
 
 
+def test_real_speedup_asks_the_canary_before_the_timed_rounds(tmp_path, monkeypatch):
+    """A server's canary verdict is asked right after its served check, before any warm-up or timed
+    round, and written at once: a run whose machine is lost in the timed rounds keeps it."""
+    from argparse import Namespace
+
+    from benchmarks import configs
+    from benchmarks import real_speedup as rs
+    from benchmarks.kimi_pair import KimiPairSpec
+
+    asked = []
+
+    class Gone(Exception):
+        """The machine lost mid-run."""
+
+    class Started:
+        url, port = "http://stand-in", 1
+
+        def __init__(self, name, kwargs, logs):
+            self.name = name
+
+        def start(self):
+            asked.append(("start", self.name))
+
+        def wait_ready(self, timeout):
+            return 1.0
+
+        def stop(self):
+            asked.append(("stop", self.name))
+
+    def canary(url, expect, expectations):
+        asked.append(("canary", expect.name))
+        return {"exit": 1, "verdict": ["SGLang's default layers served"]}
+
+    def client(command, log):
+        asked.append(("client", log.name))
+        raise Gone
+
+    spec = KimiPairSpec.quick()
+    monkeypatch.setattr(
+        rs,
+        "setup",
+        lambda pair, logs: (configs.KIMI_SPEEDUP, pair / "target", {"seed": pair / "draft"}, spec),
+    )
+    monkeypatch.setattr(
+        rs, "canary_files", lambda pairs, servers: {"stock-seed": (tmp_path / "expect1.json", {})}
+    )
+    monkeypatch.setattr(rs, "Server", Started)
+    monkeypatch.setattr(rs, "served_check", lambda *args: {"ids": {}, "text": {}})
+    monkeypatch.setattr(rs, "served_line", lambda *args: "served")
+    monkeypatch.setattr(rs, "ask_canary", canary)
+    monkeypatch.setattr(rs, "run_client", client)
+    args = Namespace(
+        pair=tmp_path, logs=tmp_path / "logs", results=tmp_path / "results", name="kimi-stock-seed",
+        configs=["stock-seed"], canary=["stock-seed=expect1.json"], concurrency=[1, 4], rounds=2,
+        seconds=12.0, prompt_len=spec.prompt_len, output_len=spec.seq_len - spec.prompt_len, dataset_size=16,
+    )  # fmt: skip
+    with pytest.raises(Gone):
+        rs.measure(args)
+    assert asked == [("start", "stock-seed"), ("canary", "expect1.json"), ("client", "warmup-1-stock-seed.log"),
+                     ("stop", "stock-seed")]  # fmt: skip
+    written = json.loads((tmp_path / "results" / "kimi-stock-seed.json").read_text())
+    assert written["canary"] == {"stock-seed": {"exit": 1, "verdict": ["SGLang's default layers served"]}}
+    assert written["rounds"] == {"stock-seed": {"1": [], "4": []}}
+
+
 def test_real_speedup_names_a_pair_folder_it_cannot_read(tmp_path):
     from benchmarks import real_speedup as rs
 
