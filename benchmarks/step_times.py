@@ -54,10 +54,23 @@ V2_LITE_TEXT = {
 model (the same MLA ranks and head dimensions, the first layer dense)."""
 
 
+def write_config_only_kimi(folder: Path, num_layers: int) -> Path:
+    """A Kimi-K2.5 folder of the real width with ``num_layers`` text layers and no weights (serve it
+    with ``--load-format dummy``): config, tokenizer (the real vocabulary size) and processor."""
+    from sglang_eagle3_embed.doctor.kimi import REAL_VISION, kimi_config, write_serving_files
+    from sglang_eagle3_embed.doctor.tokenizer import write_tokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = kimi_config({**REAL_TEXT, "num_hidden_layers": num_layers}, REAL_VISION)
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    write_tokenizer(folder, REAL_TEXT["vocab_size"])
+    write_serving_files(folder)
+    return folder
+
+
 def write_targets(folder: Path) -> dict[str, dict]:
     """Config-only target and draft folders: {name: {"target", "draft", "suite" (its servers,
     ``configs.STEP_TIMES``), "layers"}}."""
-    from sglang_eagle3_embed.doctor.kimi import write_config_only_kimi
     from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict
 
     def draft(name, text, ids):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from sglang_eagle3_embed.cli._args import add_model_arguments
 from sglang_eagle3_embed.cli._exit import EXIT_FINDINGS, EXIT_OK
+from sglang_eagle3_embed.core.readers.model_folder import user_path
 
 __all__ = ["add_parser", "run"]
 
@@ -52,13 +52,6 @@ def add_parser(sub) -> None:
     probe.set_defaults(func=run)
 
 
-def _path(path: str) -> Path:
-    try:
-        return Path(path).expanduser()
-    except RuntimeError:  # ~user that does not exist: the path as written, named when it is read
-        return Path(path)
-
-
 def request(args):
     """The typed request of ``args``: the one place where the probe's flags are read. A hub id is
     its snapshot in the local Hugging Face cache, found as SGLang finds it (never downloaded)."""
@@ -71,7 +64,7 @@ def request(args):
         backend=args.backend,
         device=args.device,
         engine_args=parse_engine_args(args.engine_arg),
-        prompts=_path(args.prompts) if args.prompts else None,
+        prompts=user_path(args.prompts) if args.prompts else None,
         num_prompts=args.num_prompts,
         prompt_len=args.prompt_len,
         new_tokens=args.new_tokens,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sglang_eagle3_embed.core.errors import InputError
 
-__all__ = ["check_writable", "write_atomic"]
+__all__ = ["check_writable", "fsync", "write_atomic"]
 
 
 def _named(path: Path, what: str) -> str:
@@ -102,8 +102,13 @@ def write_atomic(path, text: str, what: str = "") -> None:
             ) from None
         raise
     with contextlib.suppress(OSError):  # the rename itself on disk (POSIX; best effort)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync(path.parent)
+
+
+def fsync(path: Path) -> None:
+    """Flush ``path`` (a file or a folder) to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -25,6 +25,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from sglang_eagle3_embed.core.atomic import fsync
 from sglang_eagle3_embed.core.errors import InputError
 
 __all__ = [
@@ -49,15 +50,6 @@ def file_digest(file: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def fsync(path: Path) -> None:
-    """Flush ``path`` (a file or a folder) to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def verify(folder: Path) -> str | None:

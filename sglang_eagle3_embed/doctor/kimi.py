@@ -33,7 +33,7 @@ from sglang_eagle3_embed.doctor.tokenizer import TOKENIZER_FILES
 
 __all__ = [
     "CHAT_TEMPLATE", "KIMI_ARCH", "REAL_TEXT", "REAL_VISION", "TINY_VISION", "build_kimi_pair", "kimi_config",
-    "write_config_only_kimi", "write_kimi_target", "write_serving_files",
+    "write_kimi_target", "write_serving_files",
 ]  # fmt: skip
 
 KIMI_ARCH = "KimiK25ForConditionalGeneration"
@@ -207,20 +207,6 @@ def write_kimi_target(text_folder: Path, out_folder: Path, seed: int = 0) -> Pat
     return cache.ensure(
         out_folder, build, check=lambda: cache.origin_problem(out_folder, BUILT_FROM, text_folder)
     )
-
-
-def write_config_only_kimi(folder: Path, num_layers: int) -> Path:
-    """A Kimi-K2.5 folder of the real width with ``num_layers`` text layers and no weights (serve it
-    with ``--load-format dummy``): config, tokenizer (the real vocabulary size) and processor."""
-    from sglang_eagle3_embed.doctor.tokenizer import write_tokenizer
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    config = kimi_config({**REAL_TEXT, "num_hidden_layers": num_layers}, REAL_VISION)
-    (folder / "config.json").write_text(json.dumps(config, indent=2))
-    write_tokenizer(folder, REAL_TEXT["vocab_size"])
-    write_serving_files(folder)
-    return folder
 
 
 def build_kimi_pair(spec=None, cache_dir: Path | None = None, device: str = "cpu"):

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import torch
 
-__all__ = ["CpuRuntime", "build", "init", "load_model", "prefill_captures", "sglang_model"]
+__all__ = ["CpuRuntime", "build", "init", "load_model", "prefill_captures"]
 
 _INITIALISED = False
 
@@ -92,13 +92,6 @@ def build(cls, config):
         return cls(copy.deepcopy(config), quant_config=None).eval()
     finally:
         set_forward_context(previous)
-
-
-def sglang_model(cls, config, hf):
-    """Build an SGLang model class from ``config`` with HF's weights."""
-    model = build(cls, config)
-    model.load_weights(list(hf.state_dict().items()))
-    return model
 
 
 def load_model(cls, folder: Path):

@@ -9,8 +9,6 @@ so that the tests, the benchmarks and the tools import it by its package name:
 - ``server_run``: ``python -m sglang.launch_server`` over HTTP, and SGLang's own serving client
   run in this process (``run_client``) with the datasets it reads;
 - ``load_run``: the load and faults scenario against one server;
-- ``stand_in_server``: an in-process HTTP server that answers as ``launch_server`` does, so that
-  the harness's HTTP side runs on the CPU;
 - ``rule_examples``: for every startup rule, a launch that fires it and a close one that does not.
 - ``acceptance_runs``: the GPU acceptance runs by name, for their test and their table.
 

@@ -15,7 +15,7 @@ client's ``custom`` dataset; ``bench_command`` is the client's command line for 
 ``benchmarks/speedup.py``.
 
 ``cli_args`` is pure (unit-tested on the CPU, ``tests/unit/testing/test_server_run.py``);
-the HTTP side and the client runs are tested against ``stand_in_server``.
+the HTTP side and the client runs are tested against ``tests/support/stand_in_server.py``.
 """
 
 from __future__ import annotations

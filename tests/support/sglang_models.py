@@ -8,7 +8,14 @@ from dataclasses import dataclass
 
 import torch
 
-from sglang_eagle3_embed.doctor.sglang_cpu import CpuRuntime, build, init, sglang_model  # noqa: F401
+from sglang_eagle3_embed.doctor.sglang_cpu import CpuRuntime, build, init  # noqa: F401
+
+
+def sglang_model(cls, config, hf):
+    """Build an SGLang model class from ``config`` with HF's weights."""
+    model = build(cls, config)
+    model.load_weights(list(hf.state_dict().items()))
+    return model
 
 
 @dataclass(frozen=True)

@@ -299,8 +299,8 @@ PLANTED = {
     ),
     "the doctor imports the harness": (
         f"{PACKAGE}.doctor.probe",
-        "def f():\n    import sglang_eagle3_embed.testing.stand_in_server\n",
-        f"{PACKAGE}.doctor.probe imports the test harness: ['{HARNESS}.stand_in_server']",
+        "def f():\n    import sglang_eagle3_embed.testing.server_run\n",
+        f"{PACKAGE}.doctor.probe imports the test harness: ['{HARNESS}.server_run']",
     ),
     "the command line imports the harness": (
         f"{PACKAGE}.cli",

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from sglang_eagle3_embed.core.errors import InputError
-from sglang_eagle3_embed.core.readers.model_folder import looks_local
+from sglang_eagle3_embed.core.readers.model_folder import looks_local, user_path
 
 __all__ = [
     "DEFAULT_REVISION", "HubError", "cache_dir", "check_repo", "locate", "offline", "repo_folder", "resolve",
@@ -48,10 +48,7 @@ def locate(path: str, revision: str | None = None, download_dir: str | None = No
     folder (:func:`~sglang_eagle3_embed.core.readers.model_folder.looks_local`), else the cached snapshot of
     the hub repo ``path`` at ``revision`` (:func:`resolve`)."""
     if looks_local(path):
-        try:
-            return Path(path).expanduser()
-        except RuntimeError:  # ~user that does not exist: the path as written, named when it is read
-            return Path(path)
+        return user_path(path)
     return resolve(path, revision, download_dir, what)
 
 

@@ -31,7 +31,7 @@ __all__ = [
     "WRAPPED_LAYER_PREFIXES", "ModelFolder", "ModelFolderError", "TensorInfo", "config_file",
     "decoder_layers", "describe_layers", "fc_in_features", "headers_read_once", "integer_field", "layer_count",
     "layer_prefixes", "looks_local", "read_config", "read_json", "safetensors_header", "text_config",
-    "weight_files",
+    "user_path", "weight_files",
 ]  # fmt: skip
 
 CONFIG = "config.json"
@@ -82,10 +82,12 @@ class TensorInfo(NamedTuple):
     shape: tuple[int, ...]
 
 
-def _path(path) -> Path:
+def user_path(path) -> Path:
+    """``path`` with ``~`` expanded; a ``~user`` that does not exist stays as written, and is named
+    when it is read."""
     try:
         return Path(path).expanduser()
-    except RuntimeError:  # ~user that does not exist: the path as written
+    except RuntimeError:
         return Path(path)
 
 
@@ -188,7 +190,7 @@ def _json(data: bytes, file: Path, what: str, fix: str = EDIT):
 
 def read_json(file, what: str = ""):
     """The JSON value in ``file`` (any value: the caller judges its shape)."""
-    file = _path(file)
+    file = user_path(file)
     with _open(file, what) as f:
         return _json(_read(f, file, what), file, what)
 
@@ -196,7 +198,7 @@ def read_json(file, what: str = ""):
 def config_file(path, what: str = "", *, folder_only: bool = False) -> Path:
     """``path`` itself, or its ``config.json`` when it is a folder (which must exist and hold one);
     with ``folder_only`` it must be a folder."""
-    p = _path(path)
+    p = user_path(path)
     st = _stat(p, what)
     fix = "pass the model folder" if folder_only else "pass the model folder (or its config.json)"
     if st is None:
@@ -248,7 +250,7 @@ def _text(config, file: Path, what: str) -> Mapping:
 
 def integer_field(config, key: str, file, what: str = "", fix: str = "use the model's original config.json"):
     """``key`` of the text config (:func:`text_config`) as a positive integer."""
-    value = _text(config, _path(file), what).get(key)
+    value = _text(config, user_path(file), what).get(key)
     if not positive_int(value):
         nested = " in its text_config" if config.get("text_config") is not None else ""
         raise ModelFolderError(file, f"has no integer {key}{nested} (found {value!r})", fix, what)
@@ -263,7 +265,7 @@ def layer_count(config, file, what: str = "", fix: str = "use the model's origin
 def weight_files(folder, what: str = "") -> list[Path]:
     """The weight files of ``folder``: the shards its ``model.safetensors.index.json`` names (each
     must exist), else every ``*.safetensors`` in it (possibly none)."""
-    folder = _path(folder)
+    folder = user_path(folder)
     index = folder / INDEX
     if _stat(index, what) is None:
         return sorted(folder.glob("*.safetensors"))
@@ -344,7 +346,7 @@ def safetensors_header(file, what: str = "") -> dict[str, TensorInfo]:
     safetensors library checks it: the header's length and JSON, every entry's dtype, shape and
     byte range, and ranges that follow each other and fill the rest of the file exactly (a
     truncated file fails here)."""
-    file = _path(file)
+    file = user_path(file)
     read = _HEADERS.get()
     if read is None:
         return _header(file, what)
@@ -415,7 +417,7 @@ class ModelFolder:
 
     @classmethod
     def read(cls, path, what: str = "") -> ModelFolder:
-        return cls(_path(path), read_config(path, what, folder_only=True), what)
+        return cls(user_path(path), read_config(path, what, folder_only=True), what)
 
     @property
     def config_path(self) -> Path:

@@ -664,9 +664,9 @@ def test_real_speedup_asks_the_canary_of_a_server_and_reports_its_verdict(tiny_p
     matched), one fed SGLang's default layers fails (exit 1, the defaults named); each answer is a
     line under the table. Bad ``--canary`` values stop the run before any server starts, naming the value."""
     from benchmarks import real_speedup as rs
-    from sglang_eagle3_embed.testing.speculation import Speculation
-    from sglang_eagle3_embed.testing.stand_in_server import serving
     from tests.support.canary import record_expectations
+    from tests.support.speculation import Speculation
+    from tests.support.stand_in_server import serving
 
     steps = 7
     expect = record_expectations(tiny_pair, tmp_path / "expect.json", num_prompts=32, steps=steps)
@@ -797,7 +797,7 @@ def test_real_speedup_checks_what_each_server_generates(tmp_path):
     from sglang_eagle3_embed.doctor.tiny_target import Language
     from sglang_eagle3_embed.doctor.tokenizer import text_of
     from sglang_eagle3_embed.testing.server_run import Server
-    from sglang_eagle3_embed.testing.stand_in_server import ACCEPT_LENGTH, serving
+    from tests.support.stand_in_server import ACCEPT_LENGTH, serving
 
     language = Language(RealPairSpec.quick().target_spec())
     rows = language.sample(20, 24, torch.Generator().manual_seed(0))

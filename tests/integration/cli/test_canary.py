@@ -10,9 +10,9 @@ import pytest
 
 from sglang_eagle3_embed.cli import main
 from sglang_eagle3_embed.core.canary.expectations import Expectations, config_digest, weights_digest
-from sglang_eagle3_embed.testing.speculation import Speculation
-from sglang_eagle3_embed.testing.stand_in_server import serving
 from tests.support.canary import record_expectations
+from tests.support.speculation import Speculation
+from tests.support.stand_in_server import serving
 
 STEPS = 7
 SETTINGS = {

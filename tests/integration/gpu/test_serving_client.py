@@ -21,8 +21,8 @@ from sglang_eagle3_embed.testing.server_run import (
     run_client,
     write_dataset,
 )
-from sglang_eagle3_embed.testing.stand_in_server import ACCEPT_LENGTH, StandIn, serving
 from tests.support import ROOT
+from tests.support.stand_in_server import ACCEPT_LENGTH, StandIn, serving
 
 
 @pytest.mark.releases

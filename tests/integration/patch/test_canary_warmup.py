@@ -14,8 +14,8 @@ import pytest
 from sglang_eagle3_embed import patch
 from sglang_eagle3_embed.core.canary.expectations import ENV_FILE, ENV_MODE, WARMUP
 from sglang_eagle3_embed.patch import canary_warmup
-from sglang_eagle3_embed.testing.speculation import Speculation
 from tests.support.canary import record_expectations
+from tests.support.speculation import Speculation
 
 pytestmark = pytest.mark.releases
 STEPS = 7

@@ -11,7 +11,7 @@ import pytest
 
 from sglang_eagle3_embed.testing import server_run
 from sglang_eagle3_embed.testing.server_run import Server, cli_args, client_command, client_record
-from sglang_eagle3_embed.testing.stand_in_server import StandIn, serving
+from tests.support.stand_in_server import StandIn, serving
 
 
 def test_engine_arguments_become_launch_server_flags():

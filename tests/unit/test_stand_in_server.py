@@ -1,4 +1,4 @@
-"""The stand-in for SGLang's HTTP server (``sglang_eagle3_embed.testing.stand_in_server``) answers
+"""The stand-in for SGLang's HTTP server (``tests.support.stand_in_server``) answers
 the endpoints the harness and SGLang's serving client read, laid out as ``launch_server`` lays
 them out: the model's name, the average accept length, text prompts (the client's datasets) and
 a 404 elsewhere."""
@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from sglang_eagle3_embed.testing.stand_in_server import ACCEPT_LENGTH, answer, serving
+from tests.support.stand_in_server import ACCEPT_LENGTH, answer, serving
 
 
 def get(port: int, path: str):

@@ -1,7 +1,7 @@
 """A CPU stand-in for a server's speculation: a trained pair served under a chosen wiring, its
 per-request statistics computed as the probe computes them (the target's greedy continuation, the
 draft's chain over the visited verify steps). The canary's tests serve it through
-:func:`~sglang_eagle3_embed.testing.stand_in_server.serving` (``speculate=``) and through a fake
+:func:`~tests.support.stand_in_server.serving` (``speculate=``) and through a fake
 tokenizer manager for the startup self-check: a server that feeds the draft the trained tensors,
 SGLang's default layers, or a neighbour, without a GPU."""
 
