@@ -33,14 +33,25 @@ def cache_dir(download_dir: str | None = None) -> Path:
     """The hub cache SGLang reads: ``--download-dir`` when given, else huggingface_hub's default
     (``huggingface_hub/constants.py``: ``HF_HUB_CACHE``, ``HUGGINGFACE_HUB_CACHE``, ``HF_HOME``,
     ``XDG_CACHE_HOME``). Read here, not from the library: it reads them once, when first imported
-    (``constants.py:160-194``), and a check must see the environment the server will start with."""
+    (``constants.py:160-194``), and a check must see the environment the server will start with.
+    A ``~user`` of no user is a :class:`HubError`, where huggingface_hub stops on a ``RuntimeError``."""
     if download_dir:
-        return Path(download_dir).expanduser()
-    home = os.environ.get("HF_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "huggingface"
-    )
-    hub = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
-    return Path(os.path.expandvars(os.path.expanduser(hub or os.path.join(home, "hub"))))
+        source, raw = "--download-dir", download_dir
+    else:
+        home = os.environ.get("HF_HOME") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "huggingface"
+        )
+        hub = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+        source = "the Hugging Face cache (HF_HUB_CACHE, HUGGINGFACE_HUB_CACHE, HF_HOME or XDG_CACHE_HOME)"
+        raw = os.path.expandvars(os.path.expanduser(hub or os.path.join(home, "hub")))
+    try:
+        return Path(raw).expanduser()  # as huggingface_hub expands it (snapshot_download)
+    except RuntimeError:  # a ~user of no such user (or ~ without a home)
+        raise HubError(
+            f"{source} {raw}: {raw.split('/')[0]} names no home directory on this machine; huggingface_hub "
+            f"stops on it (RuntimeError: Could not determine home directory) when SGLang looks a "
+            f"model up. Fix: name the cache by its full path."
+        ) from None
 
 
 def locate(path: str, revision: str | None = None, download_dir: str | None = None, what: str = "") -> Path:

@@ -46,6 +46,25 @@ def test_the_cache_folder_follows_huggingface_hubs_variables(monkeypatch, tmp_pa
     assert cache_dir(str(tmp_path / "download")) == tmp_path / "download"  # --download-dir wins
 
 
+NO_USER = "~no-such-user-e3e"
+
+
+def test_a_cache_under_a_user_of_no_such_name_is_refused_as_huggingface_hub_stops(monkeypatch):
+    from huggingface_hub import snapshot_download
+
+    with pytest.raises(RuntimeError, match="home directory"):  # what SGLang would meet
+        snapshot_download("org/model", cache_dir=f"{NO_USER}/hf", local_files_only=True)
+    with pytest.raises(
+        HubError, match=f"--download-dir {NO_USER}/hf: {NO_USER} names no home directory.*full path"
+    ):
+        cache_dir(f"{NO_USER}/hf")
+    monkeypatch.setenv("HF_HUB_CACHE", f"{NO_USER}/hub")
+    with pytest.raises(
+        HubError, match=f"HF_HOME or XDG_CACHE_HOME\\) {NO_USER}/hub: {NO_USER} names no home directory"
+    ):
+        resolve("org/model")
+
+
 def test_a_cached_repo_resolves_by_branch_and_by_commit(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     root = cached(tmp_path, "org/model", {"main": COMMIT, "v2": OTHER})
