@@ -61,6 +61,7 @@ from benchmarks.kimi_pair import (
     widen_tensor,
 )
 from benchmarks.real_pair import _timed, capture_map, compact, language_accuracy
+from sglang_eagle3_embed.core.atomic import fsync
 from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
 from sglang_eagle3_embed.doctor import cache
@@ -348,7 +349,7 @@ def _save_shard(tensors: dict, path: Path) -> str:
 
     tmp = path.with_suffix(".tmp")
     save_file(tensors, str(tmp), metadata={"format": "pt"})
-    cache.fsync(tmp)
+    fsync(tmp)
     digest = cache.file_digest(tmp)  # read back from the page cache it was just written to
     os.replace(tmp, path)
     path.with_name(path.name + DIGEST).write_text(digest)

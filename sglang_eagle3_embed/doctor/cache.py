@@ -29,7 +29,7 @@ from sglang_eagle3_embed.core.atomic import fsync
 from sglang_eagle3_embed.core.errors import InputError
 
 __all__ = [
-    "MANIFEST", "CacheError", "clean_stale", "ensure", "file_digest", "fsync", "manifest_digest", "not_a_folder",
+    "MANIFEST", "CacheError", "clean_stale", "ensure", "file_digest", "manifest_digest", "not_a_folder",
     "origin_problem", "publish", "temporary", "verify", "writable", "write_origin",
 ]  # fmt: skip
 
