@@ -43,13 +43,14 @@ RESULT_KEYS = ("output_throughput", "median_tpot_ms", "median_ttft_ms", "accept_
 
 
 def summarize(rounds: dict[str, dict[str, list[dict]]]) -> dict:
-    """Per configuration and concurrency: medians over rounds, the spread (min-max) of tokens/s, and
-    the median of each round's ratio to no speculation (None where no speculation was not run)."""
+    """Per configuration and concurrency (in numeric order, whatever order the JSON keeps): medians
+    over rounds, the spread (min-max) of tokens/s, and the median of each round's ratio to no
+    speculation (None where no speculation was not run)."""
     base = rounds.get(configs.BASELINE)
     out = {}
     for name, by_c in rounds.items():
         out[name] = {}
-        for c, runs in by_c.items():
+        for c, runs in sorted(by_c.items(), key=lambda item: int(item[0])):
             if not runs:  # a run stopped before this one was measured
                 continue
             rates = [r["output_throughput"] for r in runs]

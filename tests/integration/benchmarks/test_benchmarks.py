@@ -469,6 +469,17 @@ def test_real_speedup_merges_runs_and_sets_measured_beside_derived(tmp_path):
     assert alone["plugin-3"]["1"]["vs_no_speculation"] is None
 
 
+def test_speedup_orders_concurrencies_numerically_whatever_the_json_keeps():
+    """A result saved with sorted keys keeps "16" before "4": the table and the plot's lines still
+    run 1, 4, 16, 64."""
+    from benchmarks import speedup
+
+    run = {"output_throughput": 10.0, "median_tpot_ms": 1.0, "accept_length": None}
+    rounds = json.loads(json.dumps({"no-spec": {c: [run] for c in ("1", "4", "16", "64")}}, sort_keys=True))
+    assert list(rounds["no-spec"]) == ["1", "16", "4", "64"]
+    assert list(speedup.summarize(rounds)["no-spec"]) == ["1", "4", "16", "64"]
+
+
 def test_real_speedup_sizes_timed_runs_and_interpolates_step_times():
     from benchmarks import real_speedup as rs
 
