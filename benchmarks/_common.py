@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from sglang_eagle3_embed.testing.environment import environment
+from harness.environment import environment
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"

@@ -2,8 +2,8 @@
 
     python -m benchmarks.acceptance_table LOGDIR [LOGDIR ...]
 
-Reads the engine results of the runs in ``sglang_eagle3_embed.testing.acceptance_runs``
-(``<name>.json`` written by ``sglang_eagle3_embed.testing.engine_run``; a later folder wins) and the
+Reads the engine results of the runs in ``harness.acceptance_runs``
+(``<name>.json`` written by ``harness.engine_run``; a later folder wins) and the
 offline prediction (``offline.json`` written by ``tests/gpu/test_acceptance.py``) and prints a Markdown table: accept lengths plugin vs stock vs
 offline, output tokens/s with and without speculation (every prompt at once, and one at a time). An
 engine whose process SGLang killed at startup leaves only its ``<name>.log``: the table shows the
@@ -16,7 +16,7 @@ from datetime import date
 from pathlib import Path
 
 from benchmarks import _common as c
-from sglang_eagle3_embed.testing.acceptance_runs import OFFLINE, RUNS, offline_key
+from harness.acceptance_runs import OFFLINE, RUNS, offline_key
 
 
 def _mean(values):

@@ -46,7 +46,7 @@ from pathlib import Path
 
 from benchmarks import _common as c
 from benchmarks import configs
-from sglang_eagle3_embed.testing import engine_run
+from harness import engine_run
 
 NAME = "capture_overhead"
 CONFIGS = ("none", "stock", "plugin")

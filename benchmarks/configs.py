@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sglang_eagle3_embed.testing.engine_run import spec
+from harness.engine_run import spec
 
 PLUGIN = "sglang_eagle3_embed"
 """``--model-impl`` of the plugin's servers."""

@@ -554,7 +554,7 @@ def serve_plain(target: Path, logs: Path, new_tokens: int = 128, rounds: int = 3
     after a warm-up of the same shape)."""
     import statistics
 
-    from sglang_eagle3_embed.testing.server_run import Server
+    from harness.server_run import Server
 
     args = {
         "model_path": str(target), "trust_remote_code": True, "skip_tokenizer_init": True,

@@ -3,7 +3,7 @@
 The GPU test serves the GPU pair three ways through ``python -m sglang.launch_server`` (the plugin;
 stock SGLang on the same tensors through hand-written indices; the plugin with a planted leak) and
 drives each with SGLang's own serving client at concurrency 1, 16, 64 and 256, streaming and not,
-two rounds, then with faults (``sglang_eagle3_embed.testing.load_run``). This script runs that test
+two rounds, then with faults (``harness.load_run``). This script runs that test
 (on the GPU machine) or renders a run's result: per server and phase of the second round, output tokens/s,
 TTFT and TPOT (median and p99), the KV tokens in use once idle and the GPU's free memory; and each
 fault's answer, side by side.
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from benchmarks import _common
-from sglang_eagle3_embed.testing.load_run import SERVERS
+from harness.load_run import SERVERS
 
 NAME = "load_faults"
 

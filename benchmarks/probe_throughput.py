@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from benchmarks import _common as c
-from sglang_eagle3_embed.testing import engine_run
+from harness import engine_run
 
 NAME = "probe_throughput"
 

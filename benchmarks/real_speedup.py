@@ -48,7 +48,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from benchmarks import _common, configs, speedup
-from sglang_eagle3_embed.testing.server_run import Server, bench_command, client_record, run_client
+from harness.server_run import Server, bench_command, client_record, run_client
 
 NAME = "real_speedup"
 SUITE = configs.REAL_SPEEDUP
@@ -202,8 +202,8 @@ def untrained_note(requests, seq_len: int) -> str | None:
 
 def measure(args) -> dict:
     from benchmarks.real_pair import serving_rows
+    from harness.server_run import write_custom_dataset
     from sglang_eagle3_embed.doctor.tiny_target import Language
-    from sglang_eagle3_embed.testing.server_run import write_custom_dataset
 
     pair, logs = args.pair, args.logs
     logs.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ each one's ratio to no speculation in the same round.
     python -m benchmarks.speedup --quick --from-json results/speedup.json    # render only
 
 The client runs in this process through its own command line
-(``sglang_eagle3_embed.testing.server_run.run_client``: the same arguments as the shell command each
+(``harness.server_run.run_client``: the same arguments as the shell command each
 run's log names, one import for all runs), on the dataset ``server_run.write_dataset`` writes, with
 ``server_run.bench_command``'s arguments.
 """
@@ -26,7 +26,7 @@ import statistics
 from pathlib import Path
 
 from benchmarks import _common, configs
-from sglang_eagle3_embed.testing.server_run import (
+from harness.server_run import (
     Server,
     bench_command,
     client_record,

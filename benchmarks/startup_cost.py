@@ -56,7 +56,7 @@ def wall_s(*args: str) -> float:
 
 def launches() -> tuple[list[str], list[str]]:
     """The clean deployment with and without ``--model-impl sglang_eagle3_embed``."""
-    from sglang_eagle3_embed.testing.rule_examples import Scenario, materialize
+    from harness.rule_examples import Scenario, materialize
 
     plugin = [*materialize(Scenario(), tempfile.mkdtemp()), "--device", "cpu"]
     at = plugin.index("--model-impl")

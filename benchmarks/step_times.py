@@ -121,7 +121,7 @@ def measure(target: dict, spec: bool, logs: Path, new_tokens: int, rounds: int) 
     """One server (plain or the plugin's EAGLE-3): per batch size, the median step time in ms."""
     import random
 
-    from sglang_eagle3_embed.testing.server_run import Server
+    from harness.server_run import Server
 
     server_args = {
         "load_format": "dummy", "skip_tokenizer_init": True, "dtype": "bfloat16",

@@ -32,9 +32,9 @@ import sys
 import time
 from pathlib import Path
 
+from harness.engine_run import DET, language_prompts, spec
+from harness.server_run import Server, run_job
 from sglang_eagle3_embed.doctor.pair import GPU_PAIR, build_pair, write_config_variant
-from sglang_eagle3_embed.testing.engine_run import DET, language_prompts, spec
-from sglang_eagle3_embed.testing.server_run import Server, run_job
 from tools import upstream_patch
 
 ROOT = Path(__file__).resolve().parent.parent

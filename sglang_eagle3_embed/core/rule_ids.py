@@ -6,8 +6,8 @@ the ``@rule(...)`` decorator that declares it (``core/rules_*.py``), the errors 
 (:class:`~sglang_eagle3_embed.core.errors.DraftConfigError`'s and
 :class:`~sglang_eagle3_embed.core.errors.UnsupportedModeError`'s ``rule``), the findings the capture
 plan warns with, the code that examines a finding's rule, and the examples of
-:mod:`sglang_eagle3_embed.testing.rule_examples`. ``tests/unit/core/test_rule_ids.py`` keeps every
-rule id string literal of the package in this module.
+the harness (``harness/rule_examples.py``). ``tests/unit/core/test_rule_ids.py`` keeps every rule
+id string literal of the package in this module.
 
 Listed in the order of :func:`sglang_eagle3_embed.core.rules.table.every_rule`, by the module that
 declares the rule.

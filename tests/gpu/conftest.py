@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_eagle3_embed.testing.engine_run import collect, launch, run_pool
+from harness.engine_run import collect, launch, run_pool
 
 
 def cuda_missing() -> str | None:

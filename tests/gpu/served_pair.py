@@ -8,11 +8,11 @@ import sys
 import time
 from pathlib import Path
 
+from harness.engine_run import BUNDLE
 from sglang_eagle3_embed.core.canary.expectations import Expectations, config_digest
 from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.doctor.pair import GPU_PAIR
-from sglang_eagle3_embed.testing.engine_run import BUNDLE
 from tests.support import ROOT
 
 NUM_PROMPTS, PROMPT_LEN, NEW_TOKENS = 48, 8, 40

@@ -5,7 +5,7 @@ with EAGLE-3. The server's measured ``spec_accept_length`` (``completion_tokens 
 ``srt/managers/tokenizer_manager.py:3166-3167``) is compared with the offline ``probe`` prediction for
 the same prompts and settings; stock SGLang is shown failing. Greedy outputs are compared exactly in
 ``test_lossless.py`` (one GPU) and ``test_multi_gpu.py`` (TP 2, DP attention). Every engine runs in its own
-process (``sglang_eagle3_embed.testing.engine_run``).
+process (``harness.engine_run``).
 """
 
 import json
@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sglang_eagle3_embed.doctor.pair import write_config_variant
-from sglang_eagle3_embed.testing.acceptance_runs import (
+from harness.acceptance_runs import (
     DEFAULTS,
     OFFLINE,
     PLUGIN,
@@ -25,7 +24,8 @@ from sglang_eagle3_embed.testing.acceptance_runs import (
     TRAINED,
     offline_key,
 )
-from sglang_eagle3_embed.testing.engine_run import accept_mean, alike, outcome, spec, started
+from harness.engine_run import accept_mean, alike, outcome, spec, started
+from sglang_eagle3_embed.doctor.pair import write_config_variant
 
 pytestmark = pytest.mark.gpu
 OURS = "sglang_eagle3_embed"

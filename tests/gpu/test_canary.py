@@ -28,6 +28,8 @@ import json
 
 import pytest
 
+from harness import engine_run
+from harness.server_run import run_servers
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.canary.expectations import (
     ENV_FILE,
@@ -39,8 +41,6 @@ from sglang_eagle3_embed.core.canary.expectations import (
 )
 from sglang_eagle3_embed.core.capture.ids import CONVENTION_FIELD
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from sglang_eagle3_embed.testing import engine_run
-from sglang_eagle3_embed.testing.server_run import run_servers
 from tests.gpu.served_pair import NUM_PROMPTS, PROMPT_LEN, SERVED, TRAINED, canary, record_expectations
 
 pytestmark = pytest.mark.gpu

@@ -21,9 +21,7 @@ import subprocess
 
 import pytest
 
-from sglang_eagle3_embed import MODEL_IMPL
-from sglang_eagle3_embed.doctor.pair import write_config_variant
-from sglang_eagle3_embed.testing.engine_run import (
+from harness.engine_run import (
     DET,
     accept_mean,
     differences,
@@ -33,7 +31,9 @@ from sglang_eagle3_embed.testing.engine_run import (
     regime,
     spec,
 )
-from sglang_eagle3_embed.testing.server_run import run_servers
+from harness.server_run import run_servers
+from sglang_eagle3_embed import MODEL_IMPL
+from sglang_eagle3_embed.doctor.pair import write_config_variant
 from tests.gpu.served_pair import NEW_TOKENS, NUM_PROMPTS, PROMPT_LEN, SERVED, TRAINED, probe_command
 from tests.support import ROOT
 

@@ -16,11 +16,11 @@ import threading
 
 import pytest
 
+from harness import load_run
+from harness.engine_run import DET, finished, language_prompts, spec
+from harness.environment import environment
+from harness.server_run import run_servers
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from sglang_eagle3_embed.testing import load_run
-from sglang_eagle3_embed.testing.engine_run import DET, finished, language_prompts, spec
-from sglang_eagle3_embed.testing.environment import environment
-from sglang_eagle3_embed.testing.server_run import run_servers
 
 pytestmark = pytest.mark.gpu
 

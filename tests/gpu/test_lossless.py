@@ -31,8 +31,8 @@ import json
 import pytest
 import torch
 
+from harness.engine_run import DET, TILE, differences, finished, regime, spec
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from sglang_eagle3_embed.testing.engine_run import DET, TILE, differences, finished, regime, spec
 
 pytestmark = pytest.mark.gpu
 

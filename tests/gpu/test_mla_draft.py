@@ -15,10 +15,10 @@ from dataclasses import replace
 
 import pytest
 
+from harness import engine_run
+from harness.server_run import run_servers
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.doctor.pair import GPU_PAIR, build_pair, write_config_variant
-from sglang_eagle3_embed.testing import engine_run
-from sglang_eagle3_embed.testing.server_run import run_servers
 from tests.gpu.served_pair import NEW_TOKENS, NUM_PROMPTS, PROMPT_LEN, SERVED, TRAINED, probe_command
 from tests.support import ROOT
 

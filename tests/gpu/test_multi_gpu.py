@@ -15,8 +15,7 @@ skips on a machine with fewer than 2 GPUs.
 import pytest
 import torch
 
-from sglang_eagle3_embed.doctor.pair import write_config_variant
-from sglang_eagle3_embed.testing.engine_run import (
+from harness.engine_run import (
     DET,
     accept_mean,
     alike,
@@ -27,7 +26,8 @@ from sglang_eagle3_embed.testing.engine_run import (
     spec,
     started,
 )
-from sglang_eagle3_embed.testing.engine_run import finished as engine_finished
+from harness.engine_run import finished as engine_finished
+from sglang_eagle3_embed.doctor.pair import write_config_variant
 
 pytestmark = pytest.mark.gpu
 

@@ -24,11 +24,11 @@ import urllib.request
 
 import pytest
 
+from harness import engine_run
+from harness.server_run import Server, cli_args
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.doctor.pair import write_config_variant
-from sglang_eagle3_embed.testing import engine_run
-from sglang_eagle3_embed.testing.server_run import Server, cli_args
 from tests.gpu.served_pair import NUM_PROMPTS, PROMPT_LEN, SERVED, canary, record_expectations
 from tests.support import ROOT
 

@@ -28,12 +28,12 @@ import time
 
 import pytest
 
+from harness import engine_run
+from harness.server_run import run_servers
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.doctor.kimi import build_kimi_pair
 from sglang_eagle3_embed.doctor.pair import write_config_variant
 from sglang_eagle3_embed.doctor.quantized import write_fp8_target, write_int4_target
-from sglang_eagle3_embed.testing import engine_run
-from sglang_eagle3_embed.testing.server_run import run_servers
 from tests.gpu.served_pair import NEW_TOKENS, NUM_PROMPTS, PROMPT_LEN, SERVED, TRAINED, probe_command
 from tests.support import ROOT
 

@@ -10,9 +10,9 @@ import re
 import pytest
 import torch
 
+from harness.server_run import Server, client_record, run_client, write_custom_dataset
 from sglang_eagle3_embed.doctor.tiny_target import GPU_TARGET, target_config
 from sglang_eagle3_embed.doctor.tokenizer import text_of, write_tokenizer
-from sglang_eagle3_embed.testing.server_run import Server, client_record, run_client, write_custom_dataset
 
 pytestmark = pytest.mark.gpu
 

@@ -1,11 +1,11 @@
-"""``sglang_eagle3_embed.testing.engine_run.run_pool`` with stand-in engines (no GPU): every engine that ends, timed or
+"""``harness.engine_run.run_pool`` with stand-in engines (no GPU): every engine that ends, timed or
 not, releases the timing barrier, so the timed engines never wait for one that is gone."""
 
 import json
 import subprocess
 import sys
 
-from sglang_eagle3_embed.testing import engine_run
+from harness import engine_run
 
 
 def test_every_finished_engine_releases_the_timing_barrier(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """Test support: strategies, tiny SGLang models and HF references, the plugin probe. (The rule examples
-and the stand-in HTTP server are in the harness, ``sglang_eagle3_embed.testing``.)"""
+and the stand-in HTTP server are in the harness, ``harness``.)"""
 
 from pathlib import Path
 

@@ -62,7 +62,7 @@ def main(mode: str) -> dict:
 
         from sglang.srt.server_args import prepare_server_args
 
-        from sglang_eagle3_embed.testing.rule_examples import Scenario, launch, materialize
+        from harness.rule_examples import Scenario, launch, materialize
 
         argv = materialize(Scenario(launch(steps=steps, impl=impl), draft=draft or {}), tempfile.mkdtemp())
         prepare_server_args([*argv, "--device", "cpu"]).resolve_once()

@@ -7,10 +7,9 @@ reaches on some paths) count as much as those at the top of a module:
    sglang, directly or through another module of the package;
 2. a server process, which loads ``sglang_eagle3_embed.plugin:register`` and whatever it pulls in,
    imports nothing of the wiring doctor or the command line;
-3. the package (the doctor and the harness included) never imports test, tool or benchmark code;
-4. the test and benchmark harness (``sglang_eagle3_embed.testing``) is imported by nothing else of
-   the package: a server never reaches it (rule 2 too), and the core, the glue, the doctor and the
-   command line never import it (the harness may import the core and the doctor);
+3. the package never imports code from outside it: tests, tools, benchmarks or the harness;
+4. the test and benchmark harness (``harness/``, outside the package) imports the package only:
+   never tests, tools or benchmarks;
 5. nothing outside ``tests/`` (the package, ``benchmarks/``, ``tools/``, ``examples/``) imports
    ``tests``;
 6. ``tests/`` never imports ``benchmarks``, except the benchmarks' own tests
@@ -39,10 +38,11 @@ PACKAGE = "sglang_eagle3_embed"
 HEAVY = {"torch", "sglang", "transformers", "safetensors"}
 PURE = (f"{PACKAGE}.core", f"{PACKAGE}.activation")  # and the package's own __init__
 SERVER_ENTRY = f"{PACKAGE}.plugin"
-HARNESS = f"{PACKAGE}.testing"
-NOT_IN_A_SERVER = (f"{PACKAGE}.doctor", f"{PACKAGE}.cli", HARNESS)
-OUTSIDE = ("tests", "tools", "benchmarks")
-SCANNED = (PACKAGE, "tests", "benchmarks", "tools", "examples")
+HARNESS = "harness"
+NOT_IN_A_SERVER = (f"{PACKAGE}.doctor", f"{PACKAGE}.cli")
+OUTSIDE = ("tests", "tools", "benchmarks", HARNESS)
+"""The top-level folders beside the package, none of which it may import (rule 3)."""
+SCANNED = (PACKAGE, HARNESS, "tests", "benchmarks", "tools", "examples")
 """The top-level folders whose every Python file the contract reads."""
 CORE = f"{PACKAGE}.core"
 CORE_LAYERS = {
@@ -154,11 +154,7 @@ def violations(graph: dict[str, set[str]], outside_names: set[str]) -> list[str]
     for module, imported in graph.items():
         bad = sorted(i for i in imported if i.split(".")[0] in OUTSIDE or i.split(".")[0] in outside_names)
         if bad:
-            found.append(f"{module} imports test, tool or benchmark code: {bad}")
-    for module, imported in graph.items():
-        harness = sorted(i for i in imported if within(i, (HARNESS,)))
-        if harness and not within(module, (HARNESS,)):
-            found.append(f"{module} imports the test harness: {harness}")
+            found.append(f"{module} imports code from outside the package: {bad}")
     for module, imported in graph.items():
         part = core_part(module)
         if part is None:
@@ -168,6 +164,10 @@ def violations(graph: dict[str, set[str]], outside_names: set[str]) -> list[str]
         if bad:
             found.append(f"{module} (core.{part or 'shared'}) imports {bad}: against CORE_LAYERS")
     for module, imported in others.items():
+        if within(module, (HARNESS,)):
+            bad = sorted(i for i in imported if within(i, ("tests", "tools", "benchmarks")))
+            if bad:
+                found.append(f"{module} (the harness) imports {bad}: it may import the package only")
         tests = sorted(i for i in imported if within(i, ("tests",)))
         if tests and not within(module, ("tests",)):
             found.append(f"{module} imports the tests package: {tests}")
@@ -178,7 +178,7 @@ def violations(graph: dict[str, set[str]], outside_names: set[str]) -> list[str]
 
 
 def outside_module_names() -> set[str]:
-    """Names a file of tests/, tools/ or benchmarks/ could be imported by if put on sys.path."""
+    """Names a file of tests/, tools/, benchmarks/ or harness/ could be imported by if put on sys.path."""
     return {p.stem for top in OUTSIDE for p in (ROOT / top).rglob("*.py") if p.stem != "__init__"}
 
 
@@ -260,27 +260,32 @@ PLANTED = {
     "the doctor imports a test helper": (
         f"{PACKAGE}.doctor.pair",
         "from strategies import draft_config\n",
-        "sglang_eagle3_embed.doctor.pair imports test, tool or benchmark code: ['strategies'",
+        "sglang_eagle3_embed.doctor.pair imports code from outside the package: ['strategies'",
     ),
     "the doctor imports the tests package": (
         f"{PACKAGE}.doctor.probe",
         "from tests.support import rule_examples\n",
-        "imports test, tool or benchmark code: ['tests.support'",
+        "imports code from outside the package: ['tests.support'",
     ),
     "the harness imports a test helper": (
         f"{HARNESS}.server_run",
         "def f():\n    from tests.support import ROOT\n",
-        f"{HARNESS}.server_run imports test, tool or benchmark code: ['tests.support'",
+        f"{HARNESS}.server_run (the harness) imports ['tests.support', 'tests.support.ROOT']",
     ),
-    "a hook reaches the harness lazily": (
+    "the harness imports a benchmark": (
+        f"{HARNESS}.engine_run",
+        "from benchmarks import configs\n",
+        f"{HARNESS}.engine_run (the harness) imports ['benchmarks', 'benchmarks.configs']",
+    ),
+    "a hook imports the harness lazily": (
         f"{PACKAGE}.patch.model_architecture",
-        "def f():\n    from sglang_eagle3_embed.testing import engine_run\n",
-        f"a server imports {HARNESS}.engine_run",
+        "def f():\n    from harness import engine_run\n",
+        f"{PACKAGE}.patch.model_architecture imports code from outside the package: ['{HARNESS}'",
     ),
-    "the core imports the harness (relative import)": (
+    "the core imports the harness": (
         f"{PACKAGE}.core.rules.table",
-        "from ...testing import rule_examples\n",
-        f"{PACKAGE}.core.rules.table imports the test harness: ['{HARNESS}', '{HARNESS}.rule_examples']",
+        "from harness import rule_examples\n",
+        f"{PACKAGE}.core.rules.table imports code from outside the package: ['{HARNESS}', '{HARNESS}.rule_examples']",
     ),
     "the capture vocabulary imports a rule": (
         f"{CORE}.capture.draft_config",
@@ -299,18 +304,18 @@ PLANTED = {
     ),
     "the doctor imports the harness": (
         f"{PACKAGE}.doctor.probe",
-        "def f():\n    import sglang_eagle3_embed.testing.server_run\n",
-        f"{PACKAGE}.doctor.probe imports the test harness: ['{HARNESS}.server_run']",
+        "def f():\n    import harness.server_run\n",
+        f"{PACKAGE}.doctor.probe imports code from outside the package: ['{HARNESS}.server_run']",
     ),
     "the command line imports the harness": (
         f"{PACKAGE}.cli",
-        "from sglang_eagle3_embed.testing.rule_examples import EXAMPLES\n",
-        f"{PACKAGE}.cli imports the test harness",
+        "from harness.rule_examples import EXAMPLES\n",
+        f"{PACKAGE}.cli imports code from outside the package: ['{HARNESS}.rule_examples'",
     ),
     "the activation state imports the harness": (
         f"{PACKAGE}.activation",
-        "from sglang_eagle3_embed.testing import environment\n",
-        f"{PACKAGE}.activation imports the test harness",
+        "from harness import environment\n",
+        f"{PACKAGE}.activation imports code from outside the package: ['{HARNESS}'",
     ),
     "a benchmark imports the tests package": (
         "benchmarks.speedup",

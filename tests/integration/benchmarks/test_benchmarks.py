@@ -189,7 +189,7 @@ def test_speedup_servers_resolve_in_sglang(tmp_path):
     from sglang.srt.server_args import ServerArgs
 
     from benchmarks import speedup as sp
-    from sglang_eagle3_embed.testing.rule_examples import Scenario, materialize
+    from harness.rule_examples import Scenario, materialize
 
     materialize(Scenario(), tmp_path)  # an 8-layer DeepSeek-V3 target and a [-1, 2, 4] draft
     drafts = {"nested": tmp_path / "draft", "top-level": tmp_path / "draft"}
@@ -221,7 +221,7 @@ def test_gpu_capture_workers_resolve_in_sglang(tmp_path):
     from sglang.srt.server_args import ServerArgs
 
     from benchmarks import capture_overhead as co
-    from sglang_eagle3_embed.testing.rule_examples import Scenario, materialize
+    from harness.rule_examples import Scenario, materialize
 
     materialize(Scenario(), tmp_path)  # an 8-layer DeepSeek-V3 config in tmp_path / "target"
     args = SimpleNamespace(batch=16, seq=128, decode_steps=16)
@@ -376,7 +376,7 @@ def test_step_times_launches_pass_the_plugins_checks(model, tmp_path):
 def scenario_result() -> dict:
     """One server's ``load_run.scenario`` result, as the stand-in run of
     ``tests/integration/gpu/test_serving_client.py`` gives it (two levels, a burst of 8)."""
-    from sglang_eagle3_embed.testing import load_run
+    from harness import load_run
 
     idle = {"num_used_tokens": 0, "num_running_reqs": 0, "num_waiting_reqs": 0}
     phases = [
@@ -402,7 +402,7 @@ def scenario_result() -> dict:
 def test_load_renders_the_summary_of_the_scenario(tmp_path):
     """``benchmarks/load.py`` renders what the GPU test writes: ``load_run.summary`` of each
     server's scenario, or its error."""
-    from sglang_eagle3_embed.testing import load_run
+    from harness import load_run
 
     runs = {load_run.PLUGIN: {"after": scenario_result()}, load_run.STOCK: {"error": "RuntimeError: boom"}}
     saved = tmp_path / "load_faults.json"
@@ -505,7 +505,7 @@ def test_real_speedup_servers_resolve_in_sglang(tmp_path):
     from sglang.srt.server_args import ServerArgs
 
     from benchmarks import real_speedup as rs
-    from sglang_eagle3_embed.testing.rule_examples import Scenario, materialize
+    from harness.rule_examples import Scenario, materialize
 
     materialize(Scenario(), tmp_path)
     drafts = {"nested": tmp_path / "draft", "top-level": tmp_path / "draft"}
@@ -532,7 +532,7 @@ def test_the_kimi_suite_serves_the_seeds_launch_lines_as_sglang_resolves_them(tm
     from sglang.srt.server_args import ServerArgs
 
     from benchmarks import configs
-    from sglang_eagle3_embed.testing.rule_examples import Scenario, materialize
+    from harness.rule_examples import Scenario, materialize
 
     materialize(Scenario(), tmp_path)
     drafts = {"nested": tmp_path / "draft", "seed": tmp_path / "draft"}
@@ -805,9 +805,9 @@ def test_real_speedup_checks_what_each_server_generates(tmp_path):
     from benchmarks import configs
     from benchmarks import real_speedup as rs
     from benchmarks.real_pair import RealPairSpec, language_hits
+    from harness.server_run import Server
     from sglang_eagle3_embed.doctor.tiny_target import Language
     from sglang_eagle3_embed.doctor.tokenizer import text_of
-    from sglang_eagle3_embed.testing.server_run import Server
     from tests.support.stand_in_server import ACCEPT_LENGTH, serving
 
     language = Language(RealPairSpec.quick().target_spec())

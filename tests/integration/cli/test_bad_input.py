@@ -162,7 +162,7 @@ def test_probe_refuses_bad_input_with_exit_2_and_what_to_do(tiny_pair, tmp_path,
 
 
 def check_folders(tmp_path, scenario):
-    from sglang_eagle3_embed.testing.rule_examples import materialize
+    from harness.rule_examples import materialize
 
     return materialize(scenario, tmp_path)
 
@@ -178,7 +178,7 @@ def check_folders(tmp_path, scenario):
     ],
 )
 def test_check_reports_a_damaged_draft_checkpoint_as_a_finding(tmp_path, damage, expected):
-    from sglang_eagle3_embed.testing.rule_examples import Scenario
+    from harness.rule_examples import Scenario
 
     argv = check_folders(tmp_path, Scenario(fc_in_features=192))
     weights = tmp_path / "draft" / "model.safetensors"
@@ -200,7 +200,7 @@ def test_check_reports_a_damaged_draft_checkpoint_as_a_finding(tmp_path, damage,
 
 @pytest.mark.releases
 def test_check_without_a_target_layer_count_reports_it_and_checks_nothing_it_cannot(tmp_path):
-    from sglang_eagle3_embed.testing.rule_examples import DELETE, Scenario
+    from harness.rule_examples import DELETE, Scenario
 
     scenario = Scenario(
         target={"num_hidden_layers": DELETE}, draft={"eagle_config": {IDS_FIELD: [-1, 2, 99]}}
@@ -214,7 +214,7 @@ def test_check_without_a_target_layer_count_reports_it_and_checks_nothing_it_can
 
 @pytest.mark.releases
 def test_check_with_an_unknown_flag_prints_json_and_no_usage(tmp_path):
-    from sglang_eagle3_embed.testing.rule_examples import Scenario
+    from harness.rule_examples import Scenario
 
     argv = check_folders(tmp_path, Scenario())
     code, out, err = run("check", "--json", *argv, "--no-such-flag")
@@ -226,7 +226,7 @@ def test_check_with_an_unknown_flag_prints_json_and_no_usage(tmp_path):
 @pytest.mark.releases
 def test_check_names_a_missing_local_draft_folder(tmp_path):
     """A model path that names nothing is bad input (exit 2), not a finding about the deployment."""
-    from sglang_eagle3_embed.testing.rule_examples import Scenario
+    from harness.rule_examples import Scenario
 
     argv = check_folders(tmp_path, Scenario())
     argv[argv.index(str(tmp_path / "draft"))] = str(tmp_path / "gone" / "draft")
@@ -321,7 +321,7 @@ def test_canary_keeps_the_contract_on_any_expectations_file(tmp_path_factory, ex
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(extra=FLAGS, draft=messy_draft_config(), json_flag=st.booleans())
 def test_check_keeps_the_contract_on_any_flags_and_draft(tmp_path_factory, extra, draft, json_flag):
-    from sglang_eagle3_embed.testing.rule_examples import Scenario, materialize
+    from harness.rule_examples import Scenario, materialize
 
     root = tmp_path_factory.mktemp("check")
     argv = materialize(Scenario(draft={"__raw__": json.dumps(draft)}), root)

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from harness.rule_examples import DELETE, Scenario, launch, materialize
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
-from sglang_eagle3_embed.testing.rule_examples import DELETE, Scenario, launch, materialize
 from tests.support import in_process
 
 pytestmark = pytest.mark.releases

@@ -26,13 +26,13 @@ def test_the_module_runs_as_the_command(tmp_path):
 
 
 def check_cli(tmp_path, scenario, *extra):
-    from sglang_eagle3_embed.testing.rule_examples import materialize
+    from harness.rule_examples import materialize
 
     return cli("check", *extra, *materialize(scenario, tmp_path))
 
 
 def test_check_refuses_the_seed_flags_with_a_table(tmp_path):
-    from sglang_eagle3_embed.testing.rule_examples import Scenario, launch
+    from harness.rule_examples import Scenario, launch
 
     run = check_cli(tmp_path, Scenario(launch(steps=(1, 1, 16))))
     assert run.returncode == 1, run.stderr[-2000:]
@@ -44,8 +44,8 @@ def test_check_refuses_the_seed_flags_with_a_table(tmp_path):
 
 
 def test_check_json_clean_deployment_exits_0(tmp_path):
+    from harness.rule_examples import Scenario
     from sglang_eagle3_embed.core.rules.table import RULES
-    from sglang_eagle3_embed.testing.rule_examples import Scenario
 
     run = check_cli(tmp_path, Scenario(fc_in_features=192), "--json")  # weights: every rule can check
     assert run.returncode == 0, run.stderr[-2000:]

@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from sglang_eagle3_embed.testing import load_run
-from sglang_eagle3_embed.testing.server_run import (
+from harness import load_run
+from harness.server_run import (
     Server,
     bench_command,
     client_command,
@@ -74,7 +74,7 @@ class HideDatasets:  # as on the GPU bundle: no datasets library
 
 sys.meta_path.insert(0, HideDatasets())
 path = list(sys.path)
-from sglang_eagle3_embed.testing.server_run import serving_client
+from harness.server_run import serving_client
 client = serving_client()
 import datasets
 print(client.__name__, "|", datasets.__doc__, "|", importlib.util.find_spec("datasets").name)

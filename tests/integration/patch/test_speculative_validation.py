@@ -1,15 +1,15 @@
 """Every validation rule fires on its example and not on a close one, through SGLang 0.5.23's real
-argument resolution on tiny local config folders (sglang_eagle3_embed/testing/rule_examples.py), and the launch
+argument resolution on tiny local config folders (harness/rule_examples.py), and the launch
 hook (patch/speculative_validation.py) refuses in the launcher, before any GPU work."""
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.rule_examples import BASE_TARGET, EXAMPLES, Scenario, launch
 from sglang_eagle3_embed.core.capture.draft_config import DRAFT_ARCHS
 from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.rules.table import RULES, every_rule
-from sglang_eagle3_embed.testing.rule_examples import BASE_TARGET, EXAMPLES, Scenario, launch
 from tests.support import needs_capture_only
 from tests.support.strategies import messy_draft_config
 from tests.unit.core.capture.test_draft_config import oracle

@@ -2,8 +2,9 @@
 rule, the errors and warnings that carry it, the code that examines a finding's rule and the rule
 examples all name it by that constant (issue #41).
 
-Read from the package's source with ``ast``: a string literal equal to a registered rule id
-anywhere else in ``sglang_eagle3_embed`` is a second spelling that can drift from the first.
+Read from the source of the package and of the harness (whose ``rule_examples`` key every rule's
+examples) with ``ast``: a string literal equal to a registered rule id anywhere else in
+``sglang_eagle3_embed`` or ``harness`` is a second spelling that can drift from the first.
 ``test_a_planted_duplicate_literal_is_caught`` shows the scan failing on one.
 """
 
@@ -15,22 +16,29 @@ from pathlib import Path
 
 import pytest
 
+import harness
 import sglang_eagle3_embed
+from harness.rule_examples import EXAMPLES
 from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError, RuleError, UnsupportedModeError
 from sglang_eagle3_embed.core.rules.registry import REGISTERED
 from sglang_eagle3_embed.core.rules.table import every_rule
-from sglang_eagle3_embed.testing.rule_examples import EXAMPLES
 
-PACKAGE = Path(sglang_eagle3_embed.__file__).parent
-HOME = Path(rule_ids.__file__).relative_to(PACKAGE).as_posix()
+SCANNED = [Path(sglang_eagle3_embed.__file__).parent, Path(harness.__file__).parent]
+"""The package and the harness: where a rule id may be written (once, in ``rule_ids``) or named."""
+HOME = f"sglang_eagle3_embed/{Path(rule_ids.__file__).relative_to(SCANNED[0]).as_posix()}"
 CONSTANTS = {name: value for name, value in vars(rule_ids).items() if name.isupper()}
 
 
 def package_sources() -> dict[str, str]:
-    """Every module of the package, by its path relative to the package folder."""
-    return {p.relative_to(PACKAGE).as_posix(): p.read_text() for p in sorted(PACKAGE.rglob("*.py"))}
+    """Every module of the package and of the harness, by its path from the folder above them
+    (``sglang_eagle3_embed/...``, ``harness/...``)."""
+    return {
+        f"{top.name}/{p.relative_to(top).as_posix()}": p.read_text()
+        for top in SCANNED
+        for p in sorted(top.rglob("*.py"))
+    }
 
 
 def rule_id_literals(sources: dict[str, str], ids) -> dict[str, list[str]]:
@@ -67,10 +75,16 @@ def test_rule_ids_holds_exactly_the_registered_rules_in_their_order():
 @pytest.mark.parametrize(
     ("module", "planted"),
     [
-        ("cli/ids.py", 'MALFORMED = ("draft-config-shape", "draft-ids-invalid")\n'),
-        ("core/capture/draft_config.py", 'raise DraftConfigError("x", rule="draft-ids-range")\n'),
-        ("testing/rule_examples.py", 'EXAMPLES["pd-peer"] = EXAMPLES[rule_ids.PD_PEER]\n'),
-        ("doctor/check.py", 'NOT_DEEPSEEK = [f for f in () if f.rule == f"target-not-deepseek"]\n'),
+        ("sglang_eagle3_embed/cli/ids.py", 'MALFORMED = ("draft-config-shape", "draft-ids-invalid")\n'),
+        (
+            "sglang_eagle3_embed/core/capture/draft_config.py",
+            'raise DraftConfigError("x", rule="draft-ids-range")\n',
+        ),
+        ("harness/rule_examples.py", 'EXAMPLES["pd-peer"] = EXAMPLES[rule_ids.PD_PEER]\n'),
+        (
+            "sglang_eagle3_embed/doctor/check.py",
+            'NOT_DEEPSEEK = [f for f in () if f.rule == f"target-not-deepseek"]\n',
+        ),
     ],
     ids=["a tuple of ids", "an error's rule", "an example key", "an f-string compared"],
 )
@@ -85,9 +99,10 @@ def test_a_rule_id_written_only_outside_rule_ids_is_caught():
     """A rule declared with its id spelled in the decorator, with no constant, is caught too."""
     sources = package_sources()
     sources[HOME] = sources[HOME].replace('PD_PEER = "pd-peer"', 'PD_PEER = "pd" + "-peer"')
-    sources["core/rules/pd.py"] = sources["core/rules/pd.py"].replace("    PD_PEER,\n", '    "pd-peer",\n')
+    pd = "sglang_eagle3_embed/core/rules/pd.py"
+    sources[pd] = sources[pd].replace("    PD_PEER,\n", '    "pd-peer",\n')
     [problem] = written_twice(sources)
-    assert problem.startswith("'pd-peer' is written at core/rules/pd.py:"), problem
+    assert problem.startswith(f"'pd-peer' is written at {pd}:"), problem
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,9 @@ HOME = "sglang_eagle3_embed/core/capture/draft_config.py"
 
 
 def sources() -> dict[str, str]:
-    """Every module of the package, the benchmarks and the tools, by its path in the repository."""
-    folders = ("sglang_eagle3_embed", "benchmarks", "tools")
+    """Every module of the package, the harness, the benchmarks and the tools, by its path in the
+    repository."""
+    folders = ("sglang_eagle3_embed", "harness", "benchmarks", "tools")
     return {
         p.relative_to(ROOT).as_posix(): p.read_text()
         for f in folders

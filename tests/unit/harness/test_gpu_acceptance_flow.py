@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from sglang_eagle3_embed.testing import load_run
-from sglang_eagle3_embed.testing.acceptance_runs import DEFAULTS, RUNS, STOCK_TOP_LEVEL, TRAINED
+from harness import load_run
+from harness.acceptance_runs import DEFAULTS, RUNS, STOCK_TOP_LEVEL, TRAINED
 from tests.gpu import served_pair
 from tests.gpu import test_acceptance as acceptance
 from tests.gpu import test_kimi as kimi
@@ -180,7 +180,7 @@ def test_timing_waits_for_every_engine_then_times_alone(tmp_path):
     import threading
     import time
 
-    from sglang_eagle3_embed.testing.engine_run import timed
+    from harness.engine_run import timed
 
     spans = []
 

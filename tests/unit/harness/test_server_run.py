@@ -9,8 +9,8 @@ import types
 
 import pytest
 
-from sglang_eagle3_embed.testing import server_run
-from sglang_eagle3_embed.testing.server_run import Server, cli_args, client_command, client_record
+from harness import server_run
+from harness.server_run import Server, cli_args, client_command, client_record
 from tests.support.stand_in_server import StandIn, serving
 
 

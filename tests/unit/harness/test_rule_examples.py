@@ -1,13 +1,11 @@
-"""The rule examples (``sglang_eagle3_embed.testing.rule_examples``): one firing and one close
+"""The rule examples (``harness.rule_examples``): one firing and one close
 non-firing launch per rule (a pair of command lines for a PD pair's rules), and the folders a
 scenario describes. Run through SGLang's real
 argument resolution in ``tests/integration/patch/test_speculative_validation.py``."""
 
 import json
 
-from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
-from sglang_eagle3_embed.core.rules.table import Stage, every_rule
-from sglang_eagle3_embed.testing.rule_examples import (
+from harness.rule_examples import (
     BASE_DRAFT,
     DELETE,
     EXAMPLES,
@@ -17,6 +15,8 @@ from sglang_eagle3_embed.testing.rule_examples import (
     materialize_peer,
     pd,
 )
+from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
+from sglang_eagle3_embed.core.rules.table import Stage, every_rule
 
 
 def test_every_rule_has_a_firing_example_and_a_different_one_that_does_not_fire():

@@ -1,4 +1,4 @@
-"""The engine harness's pure helpers (``sglang_eagle3_embed.testing.engine_run``): where an output
+"""The engine harness's pure helpers (``harness.engine_run``): where an output
 first leaves its reference, and which output tokens plain decoding and speculation must agree on
 (the exact GPU tests rely on these); what stopped a failed engine; a free port for each engine; and
 the command an engine process is started with."""
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sglang_eagle3_embed.testing.engine_run import (
+from harness.engine_run import (
     DERIVED_PORTS,
     TILE,
     _bindable,
@@ -166,20 +166,18 @@ def test_accept_mean_skips_missing_figures_and_refuses_none_at_all():
         accept_mean([None, None])
 
 
-def test_an_engine_process_runs_this_module_from_the_folder_the_package_came_from(tmp_path, monkeypatch):
-    """``launch`` starts ``python -m sglang_eagle3_embed.testing.engine_run`` where that name
-    imports this very file (no checkout on the path needed), in its own session."""
+def test_an_engine_process_runs_this_module_from_the_root_the_harness_came_from(tmp_path, monkeypatch):
+    """``launch`` starts ``python -m harness.engine_run`` in the repository root, where that name
+    imports this very file (whatever the caller's working directory), in its own session."""
     import subprocess
     import sys
 
-    from sglang_eagle3_embed.testing import engine_run
+    from harness import engine_run
 
     seen = {}
     monkeypatch.setattr(subprocess, "Popen", lambda command, **kwargs: seen.update(command=command, **kwargs))
     engine_run.launch("e", {"engine": {"port": 1}}, tmp_path)
-    assert seen["command"][:3] == [sys.executable, "-m", "sglang_eagle3_embed.testing.engine_run"]
+    assert seen["command"][:3] == [sys.executable, "-m", "harness.engine_run"]
     assert seen["command"][3] == str(tmp_path / "e.json")
-    assert (Path(seen["cwd"]) / "sglang_eagle3_embed" / "testing" / "engine_run.py").samefile(
-        engine_run.__file__
-    )
+    assert (Path(seen["cwd"]) / "harness" / "engine_run.py").samefile(engine_run.__file__)
     assert seen["start_new_session"] and seen["env"]["SGLANG_PYSPY_DUMP_BEFORE_CRASH"] == "0"

@@ -2,7 +2,7 @@
 
 Run as a subprocess by the GPU tests and benchmarks (one engine per process; SGLang spawns its own
 workers):
-    python -m sglang_eagle3_embed.testing.engine_run RESULT.json '{"engine": {...Engine kwargs}, "prompts": [[ids]], ...}'
+    python -m harness.engine_run RESULT.json '{"engine": {...Engine kwargs}, "prompts": [[ids]], ...}'
 
 Job keys: ``prompts`` (token-id lists, any lengths; default :data:`PROMPTS`), ``max_new_tokens``,
 ``modes`` (default ``["all"]``), ``env`` (variables set before the engine starts; SGLang's processes
@@ -24,7 +24,7 @@ other DP-attention engine on the host, or with what one stopped by a time limit 
 
 ``differences``, ``regime``, ``failure``, ``missing_result``, ``launch_environment``, ``finished``,
 ``outcome``, ``alike``, ``accept_mean`` and ``free_port`` are pure
-(unit-tested on the CPU, ``tests/unit/testing/test_engine_run.py``).
+(unit-tested on the CPU, ``tests/unit/harness/test_engine_run.py``).
 """
 
 import asyncio
@@ -224,12 +224,13 @@ def launch_environment(result: dict) -> str | None:
 # then SGLang's 60 s wait: srt/managers/tokenizer_manager.py:3395-3397,3481-3501) before exiting; the harness reads
 # the log instead. Set either variable to 1 to get them back.
 CRASH_DIAGNOSTICS_OFF = {"SGLANG_PYSPY_DUMP_BEFORE_CRASH": "0", "SGLANG_CUDA_COREDUMP_BEFORE_CRASH": "0"}
-HOME = Path(__file__).resolve().parents[2]
-"""The folder this package was imported from: an engine process started there imports the same copy."""
+HOME = Path(__file__).resolve().parents[1]
+"""The repository root the harness was imported from: an engine process started there imports the
+same copy of the harness and of the package."""
 
 
 def launch(name: str, job: dict, logs: Path):
-    """Start ``python -m sglang_eagle3_embed.testing.engine_run`` for ``job`` in its own session (so
+    """Start ``python -m harness.engine_run`` for ``job`` in its own session (so
     that it can be killed with every process SGLang spawns); its log and result go to
     ``logs/<name>.*``."""
     import subprocess

@@ -14,7 +14,7 @@ process against such a server; ``client_record`` reads what it wrote.
 client's ``custom`` dataset; ``bench_command`` is the client's command line for one speed run of
 ``benchmarks/speedup.py``.
 
-``cli_args`` is pure (unit-tested on the CPU, ``tests/unit/testing/test_server_run.py``);
+``cli_args`` is pure (unit-tested on the CPU, ``tests/unit/harness/test_server_run.py``);
 the HTTP side and the client runs are tested against ``tests/support/stand_in_server.py``.
 """
 
@@ -36,8 +36,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from harness.engine_run import BUNDLE, CRASH_DIAGNOSTICS_OFF, free_port, summarize
 from sglang_eagle3_embed.core.errors import flag
-from sglang_eagle3_embed.testing.engine_run import BUNDLE, CRASH_DIAGNOSTICS_OFF, free_port, summarize
 
 
 def cli_args(kwargs: dict) -> list[str]:

@@ -1,11 +1,11 @@
-"""A measured run's environment (``sglang_eagle3_embed.testing.environment``): date, machine and
+"""A measured run's environment (``harness.environment``): date, machine and
 versions, the GPU only when one was asked for and is there, and a package that cannot be imported
 reported as None rather than failing the run."""
 
 import builtins
 import datetime
 
-from sglang_eagle3_embed.testing.environment import environment
+from harness.environment import environment
 
 
 def test_the_environment_names_the_date_the_machine_and_the_versions(monkeypatch):

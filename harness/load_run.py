@@ -85,7 +85,7 @@ def settle(server, timeout: float = 60) -> dict:
 
 
 def load_phase(server, target, concurrency: int, stream: bool, logs: Path) -> dict:
-    from sglang_eagle3_embed.testing.server_run import client_record, run_client
+    from harness.server_run import client_record, run_client
 
     out = logs / f"{server.name}-load-{concurrency}-{'stream' if stream else 'whole'}.jsonl"
     command = load_command(server.port, target, concurrency, stream, out)

@@ -1,11 +1,11 @@
-"""The load scenario's ordering (``sglang_eagle3_embed.testing.load_run``), with its client runs and
+"""The load scenario's ordering (``harness.load_run``), with its client runs and
 faults replaced: each server measures alone, and none stops before every one has measured (a
 stopping server frees GPU memory, which would hide another's leak)."""
 
 import threading
 import time
 
-from sglang_eagle3_embed.testing import load_run
+from harness import load_run
 
 
 class Idle:
