@@ -1,10 +1,20 @@
-"""Test support: strategies, tiny SGLang models and HF references, the plugin probe. (The rule examples
-and the stand-in HTTP server are in the harness, ``harness``.)"""
+"""Test support: strategies, tiny SGLang models and HF references, the plugin probe, the stand-in
+HTTP server. (The rule examples are in the harness, ``harness/rule_examples.py``.)"""
 
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository root (the working directory of every subprocess the tests start)."""
+
+
+def python_sources(*folders: str) -> dict[str, str]:
+    """Every Python file under the top-level ``folders``, by its path in the repository
+    (``sglang_eagle3_embed/core/rule_ids.py``): what the source scans read."""
+    return {
+        p.relative_to(ROOT).as_posix(): p.read_text()
+        for f in folders
+        for p in sorted((ROOT / f).rglob("*.py"))
+    }
 
 
 def cli(*args):

@@ -16,29 +16,22 @@ from pathlib import Path
 
 import pytest
 
-import harness
-import sglang_eagle3_embed
 from harness.rule_examples import EXAMPLES
 from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.core.capture.draft_config import resolve_capture_plan
 from sglang_eagle3_embed.core.errors import DraftConfigError, RuleError, UnsupportedModeError
 from sglang_eagle3_embed.core.rules.registry import REGISTERED
 from sglang_eagle3_embed.core.rules.table import every_rule
+from tests.support import ROOT, python_sources
 
-SCANNED = [Path(sglang_eagle3_embed.__file__).parent, Path(harness.__file__).parent]
-"""The package and the harness: where a rule id may be written (once, in ``rule_ids``) or named."""
-HOME = f"sglang_eagle3_embed/{Path(rule_ids.__file__).relative_to(SCANNED[0]).as_posix()}"
+HOME = Path(rule_ids.__file__).relative_to(ROOT).as_posix()
 CONSTANTS = {name: value for name, value in vars(rule_ids).items() if name.isupper()}
 
 
 def package_sources() -> dict[str, str]:
-    """Every module of the package and of the harness, by its path from the folder above them
-    (``sglang_eagle3_embed/...``, ``harness/...``)."""
-    return {
-        f"{top.name}/{p.relative_to(top).as_posix()}": p.read_text()
-        for top in SCANNED
-        for p in sorted(top.rglob("*.py"))
-    }
+    """Every module of the package and of the harness (where a rule id may be written, once, in
+    ``rule_ids``, or named), by its path in the repository."""
+    return python_sources("sglang_eagle3_embed", "harness")
 
 
 def rule_id_literals(sources: dict[str, str], ids) -> dict[str, list[str]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import json
-from pathlib import Path
 
 import pytest
 from safetensors.torch import save_file
@@ -19,20 +18,15 @@ from safetensors.torch import save_file
 from sglang_eagle3_embed.core.capture.draft_config import DRAFT_ARCHS, fc_captures, fc_width
 from sglang_eagle3_embed.doctor.eagle3_draft import Eagle3Draft, load_draft
 from sglang_eagle3_embed.doctor.tiny_draft import draft_config_dict
+from tests.support import python_sources
 
-ROOT = Path(__file__).resolve().parents[3]
 HOME = "sglang_eagle3_embed/core/capture/draft_config.py"
 
 
 def sources() -> dict[str, str]:
     """Every module of the package, the harness, the benchmarks and the tools, by its path in the
     repository."""
-    folders = ("sglang_eagle3_embed", "harness", "benchmarks", "tools")
-    return {
-        p.relative_to(ROOT).as_posix(): p.read_text()
-        for f in folders
-        for p in sorted((ROOT / f).rglob("*.py"))
-    }
+    return python_sources("sglang_eagle3_embed", "harness", "benchmarks", "tools")
 
 
 def spellings(texts: dict[str, str]) -> list[str]:
