@@ -1,0 +1,52 @@
+#!/bin/bash
+# The seed's deployment at Kimi-K2.5's real shape, built and served on one GPU machine over several
+# back-to-back device calls (docs/benchmarks.md, "Does the plugin's fix pay at Kimi-K2.5's real shape?").
+#
+#   T=SECONDS bash tools/gpu_kimi.sh BUNDLE_DIR ID[:C,...] [ID[:C,...] ...]
+#
+# ID: a server of benchmarks/configs.py's KIMI_SPEEDUP, served alone; C: its concurrencies (default
+# 1,4,16,64). The first call copies the checkout to $RUN/src (default RUN=/tmp/kimi-run), so that the
+# next calls' copies of the checkout cannot touch what runs, and starts the job there in its own
+# process session (tools/gpu_follow.sh): SGLang's JIT Marlin kernels built beside the pair
+# (benchmarks.kimi_build --reuse, which resumes a build a lost call left), then each server in the
+# order given (benchmarks.real_speedup, ROUNDS timed rounds, default 1). Every call follows the job for
+# up to T seconds (default 520), then copies what exists into $OUT: kimi_build.json, kimi-ID.json per
+# server (written after every timed run) and logs.tgz. Exit: gpu_follow.sh's.
+set -u
+[ $# -ge 2 ] || { sed -n 2,14p "$0" && exit 2; }
+bundle=$(realpath "$1") run=${RUN:-/tmp/kimi-run}
+shift
+if [ "${1:-}" = "--job" ]; then # inside the job, under tools/gpu_bundle.sh, in $run/src
+    shift
+    python3 tools/prebuild_marlin.py > "$run/logs/marlin.log" 2>&1 &
+    python3 -m benchmarks.kimi_build "$run/kimi" --device cuda --reuse || exit 1
+    cp "$run/kimi/kimi_build.json" "$run/results/"
+    wait
+    for item in "$@"; do
+        id=${item%%:*} levels=1,4,16,64
+        [ "$item" != "$id" ] && levels=${item#*:}
+        python3 -m benchmarks.real_speedup --pair "$run/kimi" --configs "$id" --concurrency ${levels//,/ } \
+            --rounds "${ROUNDS:-1}" --seconds 12 --name "kimi-$id" --logs "$run/logs/$id" --results "$run/results"
+        echo "$id: exit $?"
+    done
+    exit 0
+fi
+mkdir -p "$run/results" "$run/logs"
+if [ ! -d "$run/src" ]; then # the job outlives this call's copies of the checkout and the bundle
+    mkdir -p "$run/src" "$run/bundle"
+    tar -c --exclude=.git --exclude=.sgl --exclude=.venv . | tar -x -C "$run/src"
+    cp -r "$bundle/shim" "$run/bundle/"
+    ln -s "$bundle"/sglang-*.tar.xz "$run/bundle/"
+fi
+here=$PWD
+cd "$run/src"
+FOLLOW_DIR=$run T=${T:-520} bash tools/gpu_follow.sh kimi \
+    bash tools/gpu_bundle.sh "$run/bundle" bash tools/gpu_kimi.sh "$run/bundle" --job "$@"
+status=$?
+if [ -n "${OUT:-}" ]; then
+    cp "$run"/results/*.json "$OUT"/ 2>/dev/null
+    tar -czf "$OUT/logs.tgz" -C "$run" logs kimi.log 2>/dev/null
+    ls -la "$OUT" | tail -n +2
+fi
+cd "$here"
+exit $status
