@@ -121,12 +121,13 @@ def write_json(results: Path, name: str, result: Mapping) -> Path:
 
 def publish(args, name: str, result: dict, plot, table, *, measured_on: str | None) -> dict:
     """Stamp a fresh measurement (``measured_on``: its device; None for a rendered result) with its
-    environment and write ``<name>.json``; then write the plot and print the table."""
+    environment and write ``<name>.json``; then print the table and write the plot (the table
+    first: a GPU machine without matplotlib still shows it)."""
     if measured_on is not None:
         result["env"] = environment(measured_on)
         write_json(args.results, name, result)
+    print(table(result), flush=True)
     plot(result, args.results)
-    print(table(result))
     return result
 
 

@@ -480,6 +480,21 @@ def test_speedup_orders_concurrencies_numerically_whatever_the_json_keeps():
     assert list(speedup.summarize(rounds)["no-spec"]) == ["1", "4", "16", "64"]
 
 
+def test_a_result_prints_its_table_before_its_plot_can_fail(tmp_path, capsys):
+    """The GPU machine may lack matplotlib: the measured result is written and its table printed
+    before the plot is drawn."""
+    from benchmarks import _common
+
+    def plot(result, folder):
+        raise ModuleNotFoundError("No module named 'matplotlib'")
+
+    args = SimpleNamespace(results=tmp_path)
+    with pytest.raises(ModuleNotFoundError):
+        _common.publish(args, "r", {"rows": 1}, plot, lambda r: "| the table |", measured_on="cpu")
+    assert "| the table |" in capsys.readouterr().out
+    assert json.loads((tmp_path / "r.json").read_text())["rows"] == 1
+
+
 def test_real_speedup_sizes_timed_runs_and_interpolates_step_times():
     from benchmarks import real_speedup as rs
 
