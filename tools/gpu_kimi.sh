@@ -13,9 +13,7 @@
 # up to T seconds (default 520), then copies what exists into $OUT: kimi_build.json, kimi-ID.json per
 # server (written after every timed run) and logs.tgz. Exit: gpu_follow.sh's.
 set -u
-[ $# -ge 2 ] || { sed -n 2,14p "$0" && exit 2; }
-bundle=$(realpath "$1") run=${RUN:-/tmp/kimi-run}
-shift
+run=${RUN:-/tmp/kimi-run}
 if [ "${1:-}" = "--job" ]; then # inside the job, under tools/gpu_bundle.sh, in $run/src
     shift
     python3 tools/prebuild_marlin.py > "$run/logs/marlin.log" 2>&1 &
@@ -31,6 +29,9 @@ if [ "${1:-}" = "--job" ]; then # inside the job, under tools/gpu_bundle.sh, in 
     done
     exit 0
 fi
+[ $# -ge 2 ] || { sed -n 2,14p "$0" && exit 2; }
+bundle=$(realpath "$1")
+shift
 mkdir -p "$run/results" "$run/logs"
 if [ ! -d "$run/src" ]; then # the job outlives this call's copies of the checkout and the bundle
     mkdir -p "$run/src" "$run/bundle"
@@ -38,15 +39,13 @@ if [ ! -d "$run/src" ]; then # the job outlives this call's copies of the checko
     cp -r "$bundle/shim" "$run/bundle/"
     ln -s "$bundle"/sglang-*.tar.xz "$run/bundle/"
 fi
-here=$PWD
 cd "$run/src"
 FOLLOW_DIR=$run T=${T:-520} bash tools/gpu_follow.sh kimi \
-    bash tools/gpu_bundle.sh "$run/bundle" bash tools/gpu_kimi.sh "$run/bundle" --job "$@"
+    bash tools/gpu_bundle.sh "$run/bundle" bash tools/gpu_kimi.sh --job "$@"
 status=$?
 if [ -n "${OUT:-}" ]; then
     cp "$run"/results/*.json "$OUT"/ 2>/dev/null
     tar -czf "$OUT/logs.tgz" -C "$run" logs kimi.log 2>/dev/null
     ls -la "$OUT" | tail -n +2
 fi
-cd "$here"
 exit $status
