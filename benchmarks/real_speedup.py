@@ -153,8 +153,9 @@ def served_check(server, language, rows, prompt_len: int) -> dict:
     timed, asked as token ids and as the text the serving client sends: per form, how often its
     token is the language's likeliest (what the served target computes; the build records its
     narrow model's own score), each request's accept length and prompt tokens as the server counts
-    them, and a digest of the outputs (lossless speculation gives no speculation's; the text gives
-    the ids' if the server tokenizes it back)."""
+    them, a digest of the outputs (lossless speculation gives no speculation's; the text gives the
+    ids' if the server tokenizes it back) and the outputs themselves, which say where two servers
+    part."""
     from benchmarks.real_pair import language_hits
     from sglang_eagle3_embed.doctor.tokenizer import text_of
 
@@ -177,6 +178,7 @@ def served_check(server, language, rows, prompt_len: int) -> dict:
             "accept_lengths": [o["meta_info"].get("spec_accept_length") for o in body],
             "prompt_tokens": [o["meta_info"].get("prompt_tokens") for o in body],
             "outputs": hashlib.sha256(json.dumps(outputs).encode()).hexdigest()[:16],
+            "output_ids": outputs,
         }
     return out
 
@@ -373,7 +375,7 @@ def served_line(name: str, served: dict, expected: dict | None = None) -> str:
         part += f", outputs {check['outputs']}"
         if "outputs" in plain.get(form, {}) and name != "no-spec":
             same = plain[form]["outputs"] == check["outputs"]
-            part += " (no speculation's)" if same else " (not no speculation's)"
+            part += " (no speculation's)" if same else f" (not no speculation's{parted(plain[form], check)})"
         counted = [n for n in check.get("prompt_tokens", []) if n is not None]
         if counted:  # the server's count: a text the server tokenizes into other ids shows here
             part += f", prompt tokens {min(counted)}-{max(counted)}"
@@ -382,6 +384,25 @@ def served_line(name: str, served: dict, expected: dict | None = None) -> str:
             part += f", accept length per request {min(accepts):.2f}-{max(accepts):.2f}"
         parts.append(part)
     return f"served check, {configs.label(name)}: " + "; ".join(parts)
+
+
+def parted(plain: dict, check: dict) -> str:
+    """Where ``check``'s outputs leave ``plain``'s: how many tokens differ, in how many requests,
+    and the first; empty unless both served checks kept their outputs (older results keep only
+    digests) and some token differs."""
+    ours, theirs = check.get("output_ids"), plain.get("output_ids")
+    if not ours or not theirs or len(ours) != len(theirs):
+        return ""
+    differ = [[i for i, (a, b) in enumerate(zip(x, y)) if a != b] for x, y in zip(ours, theirs)]
+    moved = [(request, at) for request, at in enumerate(differ) if at]
+    if not moved:
+        return ""
+    total = sum(len(at) for _, at in moved)
+    request, at = moved[0]
+    return (
+        f": {total} of {sum(map(len, theirs))} tokens differ, in {len(moved)} of {len(theirs)} requests;"
+        f" the first in request {request} at output token {at[0]}"
+    )
 
 
 def canary_line(name: str, answer: dict) -> str:

@@ -860,6 +860,7 @@ def test_real_speedup_checks_what_each_server_generates(tmp_path):
     folder = {"as written": {"likeliest": 0.5}}  # the build's score of the same prompts
     assert "ids: likeliest " in line and "(the folder's" not in line
     assert "(the folder's 50.0%), outputs" in rs.served_line("no-spec", {"no-spec": check}, folder)
+    assert check["ids"]["output_ids"] == [(row * new)[:new] for row in asked]
     other = {**check, "text": {**check["text"], "outputs": "0" * 16}}
     line = rs.served_line("plugin-3", {"no-spec": check, "plugin-3": other})
     assert "ids: likeliest" in line and "(no speculation's)" in line
@@ -867,6 +868,17 @@ def test_real_speedup_checks_what_each_server_generates(tmp_path):
         f"text: likeliest {check['text']['language_accuracy']:.1%}, outputs {'0' * 16} (not no speculation's)"
         in line
     )
+    moved = [list(out) for out in check["text"]["output_ids"]]  # two tokens of the second request
+    moved[1][5] += 1
+    moved[1][9] += 1
+    other["text"]["output_ids"] = moved
+    line = rs.served_line("plugin-3", {"no-spec": check, "plugin-3": other})
+    assert (
+        f"(not no speculation's: 2 of {count * new} tokens differ, in 1 of {count} requests; the first in request 1"
+        " at output token 5)" in line
+    )
+    old = {form: {k: v for k, v in c.items() if k != "output_ids"} for form, c in other.items()}
+    assert "(not no speculation's), prompt" in rs.served_line("plugin-3", {"no-spec": check, "plugin-3": old})
 
     with socket.socket() as closed:  # nothing listens: each form records why, and the run goes on
         closed.bind(("127.0.0.1", 0))
