@@ -48,6 +48,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from benchmarks import _common, configs, speedup
+from harness import engine_run
 from harness.server_run import Server, bench_command, client_record, run_client
 
 NAME = "real_speedup"
@@ -387,22 +388,17 @@ def served_line(name: str, served: dict, expected: dict | None = None) -> str:
 
 
 def parted(plain: dict, check: dict) -> str:
-    """Where ``check``'s outputs leave ``plain``'s: how many tokens differ, in how many requests,
-    and the first; empty unless both served checks kept their outputs (older results keep only
-    digests) and some token differs."""
+    """Where ``check``'s outputs leave ``plain``'s: how many requests differ and the first differing
+    token (:func:`harness.engine_run.differences`); empty unless both served checks kept their
+    outputs (older results keep only digests) and some request differs."""
     ours, theirs = check.get("output_ids"), plain.get("output_ids")
     if not ours or not theirs or len(ours) != len(theirs):
         return ""
-    differ = [[i for i, (a, b) in enumerate(zip(x, y)) if a != b] for x, y in zip(ours, theirs)]
-    moved = [(request, at) for request, at in enumerate(differ) if at]
+    moved = engine_run.differences(ours, theirs)
     if not moved:
         return ""
-    total = sum(len(at) for _, at in moved)
-    request, at = moved[0]
-    return (
-        f": {total} of {sum(map(len, theirs))} tokens differ, in {len(moved)} of {len(theirs)} requests;"
-        f" the first in request {request} at output token {at[0]}"
-    )
+    request, position, _, _ = moved[0]
+    return f": {len(moved)} of {len(theirs)} requests differ, the first in request {request} at output token {position}"
 
 
 def canary_line(name: str, answer: dict) -> str:
