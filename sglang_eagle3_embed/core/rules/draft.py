@@ -11,7 +11,7 @@ from sglang_eagle3_embed.core.capture.conventions import missing_advice, undecla
 from sglang_eagle3_embed.core.capture.draft_config import DRAFT_ARCHS, LLAMA_DRAFT, MLA_DRAFT, CapturePlan
 from sglang_eagle3_embed.core.capture.stock_sglang import reading_of, stock_reading
 from sglang_eagle3_embed.core.errors import DraftConfigError, positive_int
-from sglang_eagle3_embed.core.findings import NotChecked, Severity
+from sglang_eagle3_embed.core.findings import NotChecked
 from sglang_eagle3_embed.core.readers.deployment import Deployment
 from sglang_eagle3_embed.core.rule_ids import (
     DRAFT_ARCHITECTURE,
@@ -31,7 +31,7 @@ from sglang_eagle3_embed.core.rule_ids import (
     STOCK_MISREADS_DRAFT,
     TARGET_CONFIG,
 )
-from sglang_eagle3_embed.core.rules.registry import Stage, rule
+from sglang_eagle3_embed.core.rules.registry import rule
 
 
 def plan_of(d: Deployment) -> CapturePlan | NotChecked:
@@ -43,25 +43,22 @@ def plan_of(d: Deployment) -> CapturePlan | NotChecked:
     return NotChecked(d.no_capture)
 
 
-@rule(
-    DRAFT_CONFIG_UNREADABLE,
-    Severity.ERROR,
-    Stage.PRE,
-    "The draft's config.json cannot be read",
-    "fails later while loading the draft, or reads no ids and captures defaults",
-)
+def target_unreadable(error: str, consequence: str) -> str:
+    """The finding on a target config.json that cannot be read: ``error``, what that stops
+    (``consequence``), and the fix."""
+    return (
+        f"cannot read the target's config.json: {error}. {consequence} Fix: pass the target's model "
+        f"folder as --model-path, with its original config.json."
+    )
+
+
+@rule(DRAFT_CONFIG_UNREADABLE)
 def _draft_unreadable(d: Deployment):
     if d.eagle3 and d.raw.get("speculative_draft_model_path") and d.draft_error:
         yield f"cannot read the draft's config.json: {d.draft_error}. Fix the file, then launch again."
 
 
-@rule(
-    DRAFT_WEIGHTS_UNREADABLE,
-    Severity.ERROR,
-    Stage.PRE,
-    "The draft's weights cannot be read (an interrupted download, a broken index)",
-    "fails while loading the draft, after the target's weights were loaded",
-)
+@rule(DRAFT_WEIGHTS_UNREADABLE)
 def _draft_weights_unreadable(d: Deployment):
     if d.eagle3 and d.draft_weights_error:
         yield (
@@ -71,15 +68,7 @@ def _draft_weights_unreadable(d: Deployment):
         )
 
 
-@rule(
-    DRAFT_ARCHITECTURE,
-    Severity.ERROR,
-    Stage.POST,
-    "The draft's config names a class SGLang does not load as an EAGLE-3 draft",
-    "loads the draft as that class, warns for each EAGLE-3 tensor it has no parameter for, and "
-    "serves a draft whose layers were never loaded; or, without a list of class names, fails at "
-    "startup after loading the target",
-)
+@rule(DRAFT_ARCHITECTURE)
 def _draft_architecture(d: Deployment):
     if not d.eagle3 or d.draft_error or not isinstance(d.draft, Mapping):
         return  # no draft config read: other rules say why
@@ -119,55 +108,13 @@ def with_plan(check):
     return checked
 
 
-@rule(
-    DRAFT_CONFIG_SHAPE,
-    Severity.ERROR,
-    Stage.POST,
-    "Malformed draft config fields",
-    "ignores a malformed eagle_config and captures defaults",
-)
-@rule(
-    DRAFT_IDS_INVALID,
-    Severity.ERROR,
-    Stage.POST,
-    "Aux layer ids that are not distinct integers",
-    "fails late or captures fewer states",
-)
-@rule(
-    DRAFT_IDS_CONFLICT,
-    Severity.ERROR,
-    Stage.POST,
-    "Nested and top-level ids (or conventions) disagree",
-    "the target reads the nested list while the draft may size its fc from the other",
-)
-@rule(
-    DRAFT_IDS_CONVENTION,
-    Severity.ERROR,
-    Stage.POST,
-    "Id convention invalid or contradicting the ids",
-    "guesses the convention from the first id (srt/models/deepseek_v2.py:3458-3473, PR #25454)",
-)
-@rule(
-    DRAFT_IDS_RANGE,
-    Severity.ERROR,
-    Stage.POST,
-    "Ids outside what the target can capture",
-    "fails at startup with 'captured k of n aux hidden states' (srt/layers/aux_hidden_states.py:84-90)",
-)
-@rule(
-    DRAFT_USE_AUX_OFF,
-    Severity.ERROR,
-    Stage.POST,
-    "use_aux_hidden_state is false under EAGLE3",
-    "captures nothing and skips the draft's fc silently",
-)
-@rule(
-    DRAFT_AUX_COUNT,
-    Severity.ERROR,
-    Stage.POST,
-    "Number of ids differs from what the draft's fc reads",
-    "fails in a matmul or a static-buffer copy, or passes garbage",
-)
+@rule(DRAFT_CONFIG_SHAPE)
+@rule(DRAFT_IDS_INVALID)
+@rule(DRAFT_IDS_CONFLICT)
+@rule(DRAFT_IDS_CONVENTION)
+@rule(DRAFT_IDS_RANGE)
+@rule(DRAFT_USE_AUX_OFF)
+@rule(DRAFT_AUX_COUNT)
 def _from_plan(d: Deployment, rule_id: str):
     """The capture plan's findings under ``rule_id``: its error or its warnings carrying that id.
     The rules above are the plan's: one reading of the draft's ids, each finding under its id."""
@@ -183,39 +130,18 @@ def _from_plan(d: Deployment, rule_id: str):
     yield from (w.message for w in plan.warnings if w.rule == rule_id)
 
 
-@rule(
-    TARGET_CONFIG,
-    Severity.ERROR,
-    Stage.POST,
-    "The target's config has no usable layer count",
-    "stops only while loading the model, after its weights are read, when the plugin plans the captures",
-)
+@rule(TARGET_CONFIG)
 def _target_config(d: Deployment):
     if d.eagle3 and d.target_error:
-        yield (
-            f"cannot read the target's config.json: {d.target_error}. Without it the plugin cannot "
-            f"tell which layers the draft's ids name. Fix: pass the target's model folder as "
-            f"--model-path, with its original config.json."
+        yield target_unreadable(
+            d.target_error, "Without it the plugin cannot tell which layers the draft's ids name."
         )
         return
     yield from _from_plan(d, TARGET_CONFIG)
 
 
-@rule(
-    DRAFT_IDS_MISSING,
-    Severity.WARNING,
-    Stage.POST,
-    "No aux layer ids in the draft config",
-    "captures its default [2, L//2, L-3] silently (srt/models/deepseek_v2.py:3462-3465)",
-)
-@rule(
-    DRAFT_IDS_UNDECLARED,
-    Severity.WARNING,
-    Stage.POST,
-    "Ids without -1 and without a declared convention",
-    "reads them with the first-id heuristic (srt/models/deepseek_v2.py:3458-3473); the plugin keeps "
-    "that reading and asks for a declaration",
-)
+@rule(DRAFT_IDS_MISSING)
+@rule(DRAFT_IDS_UNDECLARED)
 def _as_served(d: Deployment, rule_id: str):
     """The capture plan's warning under ``rule_id``, worded for the model that serves the launch:
     the plugin's plan keeps the DeepSeek family's first-id reading; a target outside the family is
@@ -258,13 +184,7 @@ def _described(value, name: str) -> str:
     return f"has no {name}" if value is None else f"{name} is {value!r}"
 
 
-@rule(
-    DRAFT_TARGET_HIDDEN,
-    Severity.ERROR,
-    Stage.POST,
-    "The draft's target_hidden_size differs from the target's hidden_size",
-    "fails in the fc or in a static buffer copy (srt/speculative/eagle_utils.py:237-276)",
-)
+@rule(DRAFT_TARGET_HIDDEN)
 @_draft_and_target
 def _draft_target_hidden(d: Deployment):
     draft, target_hidden = d.draft_fields, d.target_text.get("hidden_size")
@@ -293,13 +213,7 @@ def _draft_target_hidden(d: Deployment):
         )
 
 
-@rule(
-    DRAFT_VOCAB,
-    Severity.ERROR,
-    Stage.POST,
-    "Draft and target vocabularies disagree",
-    "fails at load or maps draft tokens to the wrong target tokens",
-)
+@rule(DRAFT_VOCAB)
 @_draft_and_target
 def _draft_vocab(d: Deployment):
     draft, target_vocab = d.draft_fields, d.target_text.get("vocab_size")
@@ -331,13 +245,7 @@ def _draft_vocab(d: Deployment):
         )
 
 
-@rule(
-    STOCK_MISREADS_DRAFT,
-    Severity.ERROR,
-    Stage.POST,
-    "Stock SGLang would capture other tensors than the draft was trained on",
-    "dies at startup or serves the wrong tensors (first-id heuristic, nested ids only, ascending order)",
-)
+@rule(STOCK_MISREADS_DRAFT)
 def _stock_misreads(d: Deployment):
     if not d.eagle3 or not d.family or d.plugin_requested:
         return

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.capture.ids import IDS_FIELD
 from sglang_eagle3_embed.core.errors import flag
-from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.readers.deployment import EAGLE_FAMILY, Deployment
 from sglang_eagle3_embed.core.rule_ids import (
     CUDA_GRAPH_ABOVE_MAX_RUNNING,
@@ -21,19 +20,12 @@ from sglang_eagle3_embed.core.rule_ids import (
     PARTIAL_SPEC_TRIPLE,
     PLUGIN_INACTIVE,
 )
-from sglang_eagle3_embed.core.rules.registry import Stage, rule
+from sglang_eagle3_embed.core.rules.registry import rule
 
 # ---------------------------------------------------------------- pre: flags as passed
 
 
-@rule(
-    PARTIAL_SPEC_TRIPLE,
-    Severity.ERROR,
-    Stage.PRE,
-    "Top-k or draft tokens given without the number of steps",
-    "stops with a bare AssertionError (srt/arg_groups/speculative_hook.py:1159-1163); with none of "
-    "the three, picks (3, 1, 4) itself for DeepSeek/Kimi targets (1430-1461)",
-)
+@rule(PARTIAL_SPEC_TRIPLE)
 def _partial_triple(d: Deployment):
     if d.algorithm not in EAGLE_FAMILY or d.raw.get("speculative_adaptive"):
         return
@@ -51,14 +43,7 @@ def _partial_triple(d: Deployment):
         )
 
 
-@rule(
-    MODEL_IMPL_TYPO,
-    Severity.ERROR,
-    Stage.PRE,
-    "A --model-impl that looks like the plugin's but is not",
-    "accepts any --model-impl string and treats an unknown one like 'sglang' "
-    "(srt/arg_groups/fields/model.py:126; srt/model_loader/utils.py:228-231)",
-)
+@rule(MODEL_IMPL_TYPO)
 def _model_impl_typo(d: Deployment):
     impl = str(d.raw.get("model_impl") or "")
     if impl == MODEL_IMPL or impl in ("auto", "sglang", "transformers", "mindspore"):
@@ -70,13 +55,7 @@ def _model_impl_typo(d: Deployment):
         )
 
 
-@rule(
-    PLUGIN_INACTIVE,
-    Severity.ERROR,
-    Stage.PRE,
-    "--model-impl sglang_eagle3_embed given but the plugin is not active",
-    "swallows plugin errors (srt/plugins/__init__.py:83,135) and serves the stock classes",
-)
+@rule(PLUGIN_INACTIVE)
 def _plugin_inactive(d: Deployment):
     if d.plugin_requested and not d.plugin_active:
         yield f"--model-impl {MODEL_IMPL} was given but the plugin is not active: {d.plugin_reason}"
@@ -85,15 +64,7 @@ def _plugin_inactive(d: Deployment):
 # ---------------------------------------------------------------- post: after SGLang's resolution
 
 
-@rule(
-    DRAFT_TOKENS_REWRITTEN,
-    Severity.ERROR,
-    Stage.POST,
-    "--speculative-num-draft-tokens silently changed",
-    "sets num_draft_tokens = num_steps + 1 when topk is 1, with only a log line "
-    "(srt/arg_groups/speculative_hook.py:1255-1266), or under --speculative-adaptive, without "
-    "one (1423-1427)",
-)
+@rule(DRAFT_TOKENS_REWRITTEN)
 def _draft_tokens_rewritten(d: Deployment):
     name = "speculative_num_draft_tokens"
     if name not in d.explicit or name not in d.resolved or d.resolved[name] == d.raw[name]:
@@ -115,13 +86,7 @@ def _draft_tokens_rewritten(d: Deployment):
     )
 
 
-@rule(
-    PAGE_SIZE_FORCED,
-    Severity.ERROR,
-    Stage.POST,
-    "--page-size silently changed",
-    "forces the page size for some attention backends (srt/arg_groups/overrides.py:1143-1199, 1276-1296)",
-)
+@rule(PAGE_SIZE_FORCED)
 def _page_size_forced(d: Deployment):
     if (
         "page_size" in d.explicit
@@ -135,14 +100,7 @@ def _page_size_forced(d: Deployment):
         )
 
 
-@rule(
-    CUDA_GRAPH_ABOVE_MAX_RUNNING,
-    Severity.WARNING,
-    Stage.POST,
-    "Decode CUDA graphs larger than the running-request cap",
-    "caps --max-running-requests at 48 for speculative decoding when unset (srt/arg_groups/"
-    "speculative_hook.py:1086-1095), after the CUDA-graph batch sizes were chosen (pipeline.py:218)",
-)
+@rule(CUDA_GRAPH_ABOVE_MAX_RUNNING)
 def _cuda_graph_above_max_running(d: Deployment):
     max_bs = d.raw.get("cuda_graph_max_bs_decode")
     cap = d.value("max_running_requests")
@@ -159,14 +117,7 @@ def _cuda_graph_above_max_running(d: Deployment):
         )
 
 
-@rule(
-    DRAFT_PATH_MISSING,
-    Severity.ERROR,
-    Stage.POST,
-    "EAGLE-3 without --speculative-draft-model-path",
-    "uses the target checkpoint as its own draft for DeepSeek-family targets "
-    "(srt/arg_groups/speculative_hook.py:1120-1156)",
-)
+@rule(DRAFT_PATH_MISSING)
 def _draft_path_missing(d: Deployment):
     if d.eagle3 and not d.raw.get("speculative_draft_model_path"):
         silently = (
@@ -192,14 +143,7 @@ def _looks_eagle3(draft: Mapping) -> bool:
     )
 
 
-@rule(
-    EAGLE_WITH_EAGLE3_DRAFT,
-    Severity.ERROR,
-    Stage.POST,
-    "An EAGLE-3 draft served under --speculative-algorithm EAGLE or NEXTN",
-    "captures no aux hidden states and skips the draft's fc because the widths match "
-    "(srt/models/llama_eagle3.py:238-247): accept length about 1.0",
-)
+@rule(EAGLE_WITH_EAGLE3_DRAFT)
 def _eagle_with_eagle3_draft(d: Deployment):
     if d.algorithm in ("EAGLE", "NEXTN") and _looks_eagle3(d.draft_fields):
         yield (

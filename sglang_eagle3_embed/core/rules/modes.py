@@ -10,7 +10,6 @@ from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.capture.ids import CONVENTION_FIELD, IDS_FIELD
 from sglang_eagle3_embed.core.capture.stock_sglang import reading_of
 from sglang_eagle3_embed.core.errors import UnsupportedModeError
-from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.readers.deployment import Deployment
 from sglang_eagle3_embed.core.readers.overrides import parse_overrides
 from sglang_eagle3_embed.core.rule_ids import (
@@ -20,16 +19,11 @@ from sglang_eagle3_embed.core.rule_ids import (
     TARGET_NOT_DEEPSEEK,
     TWO_BATCH_OVERLAP,
 )
-from sglang_eagle3_embed.core.rules.registry import Refused, Stage, rule
+from sglang_eagle3_embed.core.rules.draft import target_unreadable
+from sglang_eagle3_embed.core.rules.registry import Refused, rule
 
 
-@rule(
-    TARGET_NOT_DEEPSEEK,
-    Severity.ERROR,
-    Stage.POST,
-    "--model-impl sglang_eagle3_embed on a target outside the DeepSeek family",
-    "treats the unknown --model-impl like 'sglang'",
-)
+@rule(TARGET_NOT_DEEPSEEK)
 def _target_not_deepseek(d: Deployment):
     if not (d.plugin_requested and d.target is not None and not d.family):
         return
@@ -45,40 +39,20 @@ def _target_not_deepseek(d: Deployment):
     yield str(UnsupportedModeError.not_deepseek(d.target_arch, reading_of(d.target_arch)))
 
 
-@rule(
-    PIPELINE_PARALLEL,
-    Severity.ERROR,
-    Stage.POST,
-    "Pipeline parallelism with EAGLE-3 on the DeepSeek family",
-    "captures on the last stage only (srt/models/deepseek_v2.py:3459-3460); the embedding and early "
-    "layers live on the first stage",
-)
+@rule(PIPELINE_PARALLEL)
 def _pipeline_parallel(d: Deployment):
     pp = d.value("pp_size") or 1
     if d.eagle3 and d.family and pp > 1:
         yield str(UnsupportedModeError.pipeline_parallel(pp, f"EAGLE3 on {d.target_arch}"))
 
 
-@rule(
-    TWO_BATCH_OVERLAP,
-    Severity.ERROR,
-    Stage.POST,
-    "Two-batch overlap with EAGLE-3 on the DeepSeek family",
-    "runs the layers after first_k_dense_replace through model_forward_stages, which has no capture "
-    "point (srt/models/deepseek_v2.py:3163-3172, 3202-3210)",
-)
+@rule(TWO_BATCH_OVERLAP)
 def _two_batch_overlap(d: Deployment):
     if d.eagle3 and d.family and d.value("enable_two_batch_overlap"):
         yield str(UnsupportedModeError.two_batch_overlap(f"EAGLE3 on {d.target_arch}"))
 
 
-@rule(
-    JSON_OVERRIDE_EAGLE_CONFIG,
-    Severity.ERROR,
-    Stage.POST,
-    "--json-model-override-args touching the draft's aux-state fields",
-    "applies the override to the target's config too (srt/configs/model_config.py:962)",
-)
+@rule(JSON_OVERRIDE_EAGLE_CONFIG)
 def _json_override(d: Deployment):
     keys = {"eagle_config", IDS_FIELD, CONVENTION_FIELD, "num_aux_hidden_states"}
     touched = sorted(keys & set(parse_overrides(d.raw.get("json_model_override_args"))))
@@ -89,21 +63,13 @@ def _json_override(d: Deployment):
         )
 
 
-@rule(
-    SGLANG_RESOLUTION,
-    Severity.ERROR,
-    Stage.RESOLUTION,
-    "SGLang's own argument resolution refused the launch",
-    "raises its own error; `check` reports it verbatim instead of a traceback",
-)
+@rule(SGLANG_RESOLUTION)
 def _sglang_resolution(d: Deployment):
     if not isinstance(d, Refused) or d.refusal is None:
         return
     if d.target_error:
-        yield (
-            f"cannot read the target's config.json: {d.target_error}. SGLang's argument resolution "
-            f"reads it first and cannot go on. Fix: pass the target's model folder as --model-path, "
-            f"with its original config.json."
+        yield target_unreadable(
+            d.target_error, "SGLang's argument resolution reads it first and cannot go on."
         )
         return
     text = str(d.refusal).strip()

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field, replace
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.core.errors import flag
-from sglang_eagle3_embed.core.findings import NotChecked, Severity
+from sglang_eagle3_embed.core.findings import NotChecked
 from sglang_eagle3_embed.core.pd.sides import MODES, PEER, SPEC_TRIPLE, Capture, capture_of, pd_mode
 from sglang_eagle3_embed.core.readers.deployment import Deployment
-from sglang_eagle3_embed.core.rules.registry import Rule, Stage, declared_in, rule
+from sglang_eagle3_embed.core.rules.registry import Rule, declared_in, rule
 
 __all__ = ["COMPARED", "PAIR_RULES", "Pair", "Side"]
 
@@ -102,14 +102,7 @@ def _not_resolved(p: Pair) -> list[NotChecked]:
     ]
 
 
-@rule(
-    rule_ids.PD_PAIR_ROLES,
-    Severity.ERROR,
-    Stage.PAIR,
-    "The two command lines are not one prefill and one decode server",
-    "checks each server's arguments alone, each knowing only its own --disaggregation-mode: nothing "
-    "compares the two command lines before a router pairs them (docs/pd.md)",
-)
+@rule(rule_ids.PD_PAIR_ROLES)
 def _roles(p: Pair):
     a, b = p.sides
     if {a.mode, b.mode} == set(MODES):
@@ -173,31 +166,17 @@ def _configs_differ(p: Pair, model: str):
         )
 
 
-SILENT_MODELS = (
-    "compares neither model nor its config when the two connect (conn.py:1584-1611 carries page "
-    "size and KV-cache dtype): the decode side continues from a KV cache another model wrote"
-)
-
-
-@rule(rule_ids.PD_PAIR_TARGET, Severity.ERROR, Stage.PAIR, "The two sides load targets whose configs differ",
-      SILENT_MODELS)  # fmt: skip
+@rule(rule_ids.PD_PAIR_TARGET)
 def _target(p: Pair):
     yield from _configs_differ(p, "target")
 
 
-@rule(rule_ids.PD_PAIR_DRAFT, Severity.ERROR, Stage.PAIR, "The two sides load drafts whose configs differ",
-      SILENT_MODELS)  # fmt: skip
+@rule(rule_ids.PD_PAIR_DRAFT)
 def _draft(p: Pair):
     yield from _configs_differ(p, "draft")
 
 
-@rule(
-    rule_ids.PD_PAIR_MODEL_NAMES,
-    Severity.WARNING,
-    Stage.PAIR,
-    "The two sides name a model differently, with the same config",
-    "compares no model path or revision between the two servers (conn.py:1584-1611)",
-)
+@rule(rule_ids.PD_PAIR_MODEL_NAMES)
 def _model_names(p: Pair):
     for model in _models(p):
         key_a, key_b, named, flags = _keys(p, model)
@@ -216,14 +195,7 @@ def _shown(path, revision) -> str:
     return f"{path} at revision {revision}" if revision else str(path)
 
 
-@rule(
-    rule_ids.PD_PAIR_PLUGIN,
-    Severity.ERROR,
-    Stage.PAIR,
-    "The plugin serves one side only",
-    "exchanges no capture plan (conn.py:1584-1611): each side feeds the draft what its own "
-    "--model-impl captures",
-)
+@rule(rule_ids.PD_PAIR_PLUGIN)
 def _plugin(p: Pair):
     a, b = p.sides
     with_, without = (a, b) if a.deployment.plugin_requested else (b, a)
@@ -241,13 +213,7 @@ def _algorithm(side: Side) -> str:
     return "" if side.deployment.capture_only else str(side.get("speculative_algorithm") or "").upper()
 
 
-@rule(
-    rule_ids.PD_PAIR_SPECULATIVE,
-    Severity.ERROR,
-    Stage.PAIR,
-    "One side speculates and the other does not, or with another algorithm",
-    "compares no speculative setting between the two servers (conn.py:1584-1611)",
-)
+@rule(rule_ids.PD_PAIR_SPECULATIVE)
 def _speculative(p: Pair):
     a, b = p.sides
     alg_a, alg_b = _algorithm(a), _algorithm(b)
@@ -270,14 +236,7 @@ def _speculative(p: Pair):
     )
 
 
-@rule(
-    rule_ids.PD_PAIR_SPECULATIVE_SETTINGS,
-    Severity.ERROR,
-    Stage.PAIR,
-    "The two sides resolve other speculative settings",
-    "does not compare them: the decode side cuts the prefill's first proposal to its own top-k "
-    "(srt/speculative/eagle_disaggregation.py:58-72) and drafts with its own settings after",
-)
+@rule(rule_ids.PD_PAIR_SPECULATIVE_SETTINGS)
 def _settings(p: Pair):
     if not (_algorithm(p.a) and _algorithm(p.b)):
         return
@@ -294,14 +253,7 @@ def _settings(p: Pair):
         )  # fmt: skip
 
 
-@rule(
-    rule_ids.PD_PAIR_CAPTURE,
-    Severity.ERROR,
-    Stage.PAIR,
-    "The draft reads other tensors on the two sides",
-    "exchanges no capture plan (conn.py:1584-1611): a side without the plugin fails at startup on "
-    "nested -1 ids, or feeds the draft its default layers silently (docs/pd.md)",
-)
+@rule(rule_ids.PD_PAIR_CAPTURE)
 def _capture(p: Pair):
     a, b = p.sides
     ca, cb = capture_of(a.deployment), capture_of(b.deployment)
@@ -346,16 +298,10 @@ HANDSHAKE = {
 }
 """What SGLang compares itself when the decode server first contacts the prefill: the setting, the
 error that stops the decode server's scheduler, and its lines in srt/disaggregation/common/conn.py."""
-SILENT_HANDSHAKE = (
-    "stops the decode server's scheduler at its first contact with the prefill "
-    "(srt/disaggregation/common/conn.py:1320-1335), after both have loaded their weights"
-)
 
 
-@rule(rule_ids.PD_PAIR_PAGE_SIZE, Severity.ERROR, Stage.PAIR, "The two sides resolve other page sizes",
-      SILENT_HANDSHAKE)  # fmt: skip
-@rule(rule_ids.PD_PAIR_KV_CACHE_DTYPE, Severity.ERROR, Stage.PAIR, "The two sides resolve other KV-cache dtypes",
-      SILENT_HANDSHAKE)  # fmt: skip
+@rule(rule_ids.PD_PAIR_PAGE_SIZE)
+@rule(rule_ids.PD_PAIR_KV_CACHE_DTYPE)
 def _handshake(p: Pair, rule_id: str):
     unresolved = _not_resolved(p)
     if unresolved:
@@ -369,14 +315,7 @@ def _handshake(p: Pair, rule_id: str):
     )  # fmt: skip
 
 
-@rule(
-    rule_ids.PD_PAIR_TRANSFER_BACKEND,
-    Severity.ERROR,
-    Stage.PAIR,
-    "The two sides pass other transfer backends",
-    "does not name the backend in its handshake (conn.py:1584-1611): the two sides cannot exchange "
-    "the KV cache",
-)
+@rule(rule_ids.PD_PAIR_TRANSFER_BACKEND)
 def _backend(p: Pair):
     yield from _differs(
         "disaggregation_transfer_backend", p, "passes",

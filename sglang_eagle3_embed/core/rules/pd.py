@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from sglang_eagle3_embed import MODEL_IMPL
 from sglang_eagle3_embed.core.capture.draft_config import CapturePlan
-from sglang_eagle3_embed.core.findings import NotChecked, Severity
+from sglang_eagle3_embed.core.findings import NotChecked
 from sglang_eagle3_embed.core.pd.sides import PEER, Capture, capture_of, id_form, pd_mode, peer_flags
 from sglang_eagle3_embed.core.readers.deployment import Deployment
 from sglang_eagle3_embed.core.rule_ids import PD_PEER
-from sglang_eagle3_embed.core.rules.registry import Stage, rule
+from sglang_eagle3_embed.core.rules.registry import rule
 
 WHY_STOCK_DIFFERS = {
     True: "stock SGLang reads ids only from eagle_config and captures its default layers",
@@ -45,16 +45,7 @@ def _without_plugin(mode: str, plan: CapturePlan, stock: Capture | NotChecked) -
     )
 
 
-@rule(
-    PD_PEER,
-    Severity.WARNING,
-    Stage.POST,
-    "A PD prefill or decode server whose other side check cannot see",
-    "exchanges no capture plan between the prefill and the decode server (the handshake carries "
-    "page size and KV-cache dtype, srt/disaggregation/common/conn.py:1320-1335, 1584-1611): a peer "
-    "without the plugin fails at startup on nested -1 ids, or feeds the draft other tensors "
-    "silently (docs/pd.md)",
-)
+@rule(PD_PEER)
 def _pd_peer(d: Deployment):
     mode = pd_mode(d)
     if mode is None or not (d.eagle3 and d.family and d.plugin_requested):

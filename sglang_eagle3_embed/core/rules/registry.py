@@ -1,5 +1,6 @@
-"""How a startup rule is declared: :class:`Stage`, :class:`Rule` and the :func:`rule` decorator, the
-only way a rule is registered. Pure module.
+"""How a startup rule is declared: :class:`Rule` and the :func:`rule` decorator, the only way a rule
+is registered, which joins a check to its entry in :mod:`~sglang_eagle3_embed.core.rules.catalog`
+(severity, :class:`Stage`, title, what SGLang does without it). Pure module.
 
 The rules of one launch live in this package's ``flags``, ``draft``, ``weights``, ``modes`` and
 ``pd``; :data:`sglang_eagle3_embed.core.rules.table.RULES` lists them in the order of
@@ -13,31 +14,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
-from enum import Enum
 
 from sglang_eagle3_embed.core import rule_ids
 from sglang_eagle3_embed.core.findings import NotChecked, Severity
 from sglang_eagle3_embed.core.readers.deployment import Deployment
+from sglang_eagle3_embed.core.rules.catalog import CATALOG, Stage
 
 __all__ = ["REGISTERED", "Refused", "Rule", "Stage", "declared_in", "refused", "rule"]
-
-
-class Stage(str, Enum):
-    """When a rule runs, in this order."""
-
-    PRE = "pre"
-    """On the flags as passed, before SGLang's speculative resolution (which would otherwise stop on
-    a bare ``assert``)."""
-    RESOLUTION = "resolution"
-    """When SGLang's own argument resolution refuses the launch; reads a :class:`Refused`."""
-    POST = "post"
-    """After SGLang's resolution: what it resolved, compared with what the user passed."""
-    PAIR = "pair"
-    """Both command lines of a PD pair, each after its own stages (``check ARGS --pd-peer
-    PEER_ARGS``); reads a :class:`~sglang_eagle3_embed.core.rules.pair.Pair`."""
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -78,18 +61,25 @@ REGISTERED: dict[str, Rule] = {}
 """Every rule the decorator declared, by id (:data:`sglang_eagle3_embed.core.rules.table.RULES` orders them)."""
 
 
-def rule(rule_id: str, severity: Severity, stage: Stage, title: str, silent: str):
-    """Decorator: the function is the check of a new rule. ``rule_id`` is a constant of
-    :mod:`~sglang_eagle3_embed.core.rule_ids`, where every id is written once. ``silent`` says what
-    SGLang does without the rule (cite ``srt/...:line``). The function is returned unchanged, so
-    that one check taking ``(d, rule_id)`` can carry several rules, one decorator each (a table
-    of the rules whose findings one reading gives)."""
+def rule(rule_id: str):
+    """Decorator: the function is the check of the rule ``rule_id``, a constant of
+    :mod:`~sglang_eagle3_embed.core.rule_ids` (where every id is written once) whose entry in
+    :data:`~sglang_eagle3_embed.core.rules.catalog.CATALOG` gives its severity, stage, title and
+    what SGLang does without it. The function is returned unchanged, so that one check taking
+    ``(d, rule_id)`` can carry several rules, one decorator each (a table of the rules whose
+    findings one reading gives)."""
+    entry = CATALOG.get(rule_id)
+    if entry is None:
+        raise ValueError(
+            f"rule {rule_id!r} has no entry in core/rules/catalog.py: add its severity, stage, title "
+            f"and what SGLang does without it there"
+        )
 
     def register(check):
         if rule_id in REGISTERED:
             raise ValueError(f"rule {rule_id!r} is declared twice")
         takes_id = len(inspect.signature(check, follow_wrapped=False).parameters) == 2
-        REGISTERED[rule_id] = Rule(rule_id, severity, Stage(stage), title, silent, check, takes_id)
+        REGISTERED[rule_id] = Rule(rule_id, *entry, check, takes_id)
         return check
 
     return register

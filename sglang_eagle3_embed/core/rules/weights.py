@@ -14,7 +14,7 @@ from functools import wraps
 
 from sglang_eagle3_embed.core.capture.draft_config import CapturePlan, fc_width
 from sglang_eagle3_embed.core.errors import positive_int
-from sglang_eagle3_embed.core.findings import NotChecked, Severity
+from sglang_eagle3_embed.core.findings import NotChecked
 from sglang_eagle3_embed.core.readers.coverage import absent, target_coverage
 from sglang_eagle3_embed.core.readers.deployment import Deployment
 from sglang_eagle3_embed.core.readers.model_folder import MTP_MODULES, describe_layers
@@ -26,12 +26,7 @@ from sglang_eagle3_embed.core.rule_ids import (
     TARGET_LAYER_COUNT,
 )
 from sglang_eagle3_embed.core.rules.draft import with_plan
-from sglang_eagle3_embed.core.rules.registry import Stage, rule
-
-SILENT_LOAD = (
-    "builds every layer its config counts and loads only the tensors the checkpoint holds, without "
-    "checking that any is missing"
-)
+from sglang_eagle3_embed.core.rules.registry import rule
 
 
 def _weights_not_read(d: Deployment) -> NotChecked:
@@ -66,15 +61,7 @@ def _with_layers(model: str):
     return wrap
 
 
-@rule(
-    TARGET_LAYER_COUNT,
-    Severity.ERROR,
-    Stage.POST,
-    "The target's config builds other decoder layers than its weights hold",
-    f"{SILENT_LOAD}: layers the weights lack run on uninitialised memory, layers they hold beyond the "
-    f"count are skipped (srt/models/deepseek_common/deepseek_weight_loader.py:301-310); the draft "
-    f"reads what that model computes",
-)
+@rule(TARGET_LAYER_COUNT)
 @_with_layers("target")
 def _target_layer_count(d: Deployment):
     found = target_coverage(d.target_text, d.target_layers)
@@ -150,16 +137,7 @@ NEXTN_TARGETS = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM")
 draft (srt/configs/model_config.py:1032-1036)."""
 
 
-@rule(
-    MTP_LAYER_MISSING,
-    Severity.ERROR,
-    Stage.POST,
-    "EAGLE without a draft on a target whose weights hold no MTP layer",
-    "loads the target's own MTP (NextN) layer as the draft (srt/arg_groups/speculative_hook.py:"
-    "1120-1143, srt/configs/model_config.py:1032-1036) from model.layers.{num_hidden_layers} "
-    "(srt/models/deepseek_common/deepseek_weight_loader.py:570-578) without checking that any "
-    "weight is missing: what the checkpoint lacks stays uninitialised, every draft token rejected",
-)
+@rule(MTP_LAYER_MISSING)
 def _mtp_layer_missing(d: Deployment):
     layers, count = d.target_layers, d.target_text.get("num_hidden_layers")
     if not d.drafts_from_target or d.target_arch not in NEXTN_TARGETS or not positive_int(count):
@@ -194,13 +172,7 @@ def fc_width_mismatch(fc_in_features: int, plan: CapturePlan, hidden: int) -> st
     )
 
 
-@rule(
-    DRAFT_FC_WIDTH,
-    Severity.ERROR,
-    Stage.POST,
-    "The draft's fc weight does not read len(ids) x target hidden",
-    "fails in the fc matmul (srt/models/llama_eagle3.py:163-167, 238-247)",
-)
+@rule(DRAFT_FC_WIDTH)
 @with_plan
 def _draft_fc_width(d: Deployment, plan: CapturePlan):
     if d.draft_fc_in_features is None:
@@ -240,14 +212,7 @@ def _no_fc(d: Deployment, plan: CapturePlan) -> str:
     )
 
 
-@rule(
-    DRAFT_LAYER_COUNT,
-    Severity.ERROR,
-    Stage.POST,
-    "The draft's config builds other decoder layers than its weights hold",
-    f"{SILENT_LOAD} (srt/models/llama_eagle3.py:198-204, 330-345): layers the weights lack run on "
-    f"uninitialised memory in every draft step, layers they hold beyond the count are skipped",
-)
+@rule(DRAFT_LAYER_COUNT)
 @_with_layers("draft")
 def _draft_layer_count(d: Deployment):
     count = d.draft_fields.get("num_hidden_layers")
@@ -269,15 +234,7 @@ def _draft_layer_count(d: Deployment):
     )
 
 
-@rule(
-    DRAFT_FC_SKIPPED,
-    Severity.ERROR,
-    Stage.POST,
-    "The captured width equals the draft's hidden size, so SGLang skips the draft's fc",
-    "applies the draft's fc only when the captured width differs from its hidden size "
-    "(srt/models/llama_eagle3.py:238-247): the trained fc is skipped and the draft reads the raw "
-    "captures",
-)
+@rule(DRAFT_FC_SKIPPED)
 @with_plan
 def _draft_fc_skipped(d: Deployment, plan: CapturePlan):
     width, hidden = _read_width(d), d.draft_fields.get("hidden_size")

@@ -93,7 +93,7 @@ def test_a_rule_id_written_only_outside_rule_ids_is_caught():
     sources = package_sources()
     sources[HOME] = sources[HOME].replace('PD_PEER = "pd-peer"', 'PD_PEER = "pd" + "-peer"')
     pd = "sglang_eagle3_embed/core/rules/pd.py"
-    sources[pd] = sources[pd].replace("    PD_PEER,\n", '    "pd-peer",\n')
+    sources[pd] = sources[pd].replace("@rule(PD_PEER)", '@rule("pd-peer")')
     [problem] = written_twice(sources)
     assert problem.startswith(f"'pd-peer' is written at {pd}:"), problem
 

@@ -1,5 +1,6 @@
-"""Every rule is declared one way: the ``@rule(...)`` decorator on a module-level check in a module
-of ``RULE_MODULES`` or the PD pair's module (CONTRIBUTING.md, "Adding a validation rule").
+"""Every rule is declared one way: the ``@rule(ID)`` decorator on a module-level check in a module
+of ``RULE_MODULES`` or the PD pair's module, joined to its entry in ``core/rules/catalog.py``
+(CONTRIBUTING.md, "Adding a validation rule").
 
 Read from the source with ``ast`` (a call of ``rule`` that is not the decorator of a module-level
 function, a ``Rule`` built or a registry written outside ``core/rules/registry.py``), and from the
@@ -18,6 +19,7 @@ import pytest
 
 from sglang_eagle3_embed.core.findings import Severity
 from sglang_eagle3_embed.core.rules import registry as rule_registry
+from sglang_eagle3_embed.core.rules.catalog import CATALOG, Entry
 from sglang_eagle3_embed.core.rules.registry import REGISTERED, Rule, Stage, rule
 from sglang_eagle3_embed.core.rules.table import PAIR_RULE_MODULE, RULE_MODULES, RULES, every_rule
 from tests.support import ROOT
@@ -102,6 +104,12 @@ def registry_problems(registered: dict[str, Rule]) -> list[str]:
     return found
 
 
+def catalogued(monkeypatch, *rule_ids: str) -> None:
+    """Give the planted ``rule_ids`` catalog entries for this test."""
+    for rule_id in rule_ids:
+        monkeypatch.setitem(CATALOG, rule_id, Entry(Severity.ERROR, Stage.POST, "t", "s"))
+
+
 def test_every_rule_is_declared_by_the_decorator():
     sources = package_sources()
     assert registration_problems(sources) == []
@@ -116,9 +124,10 @@ def test_one_check_carries_several_rules_each_getting_its_id(monkeypatch):
     """The capture plan's rules are one check under stacked decorators: each rule runs it with its
     own id, so each finding lands under the rule it belongs to."""
     monkeypatch.setattr(rule_registry, "REGISTERED", dict(REGISTERED))
+    catalogued(monkeypatch, "planted-a", "planted-b")
 
-    @rule("planted-a", Severity.ERROR, Stage.POST, "t", "s")
-    @rule("planted-b", Severity.WARNING, Stage.POST, "t", "s")
+    @rule("planted-a")
+    @rule("planted-b")
     def _check(d, rule_id):
         yield f"{rule_id} on {d}"
 
@@ -129,24 +138,33 @@ def test_one_check_carries_several_rules_each_getting_its_id(monkeypatch):
     assert len(plans) == 7 and len({r.id for r in plans}) == 7
 
 
+def test_the_catalog_describes_the_declared_rules_and_no_other_in_the_order_of_the_ids():
+    assert list(CATALOG) == list(every_rule())
+    assert all((r.severity, r.stage, r.title, r.silent) == CATALOG[i] for i, r in REGISTERED.items())
+
+
+def test_a_rule_without_a_catalog_entry_is_refused():
+    with pytest.raises(ValueError, match=r"rule 'planted' has no entry in core/rules/catalog.py"):
+        rule("planted")
+
+
 def test_a_rule_is_declared_once():
     with pytest.raises(ValueError, match="declared twice"):
-        rule("sglang-resolution", Severity.ERROR, Stage.POST, "t", "s")(lambda d: ())
+        rule("sglang-resolution")(lambda d: ())
 
 
 MODES = "sglang_eagle3_embed.core.rules.modes"
 PLANTED = {
     "a call, not a decorator": (
-        'rule("planted", Severity.ERROR, Stage.POST, "t", "s")(_two_batch_overlap)\n',
+        'rule("planted")(_two_batch_overlap)\n',
         "rule(...) is not the decorator",
     ),
     "a loop over a table": (
-        'for _id in ("a", "b"):\n    rule(_id, Severity.ERROR, Stage.POST, "t", "s")(_json_override)\n',
+        'for _id in ("a", "b"):\n    rule(_id)(_json_override)\n',
         "rule(...) is not the decorator",
     ),
     "decorated checks made in a loop": (
-        'for _id in ("a", "b"):\n\n    @rule(_id, Severity.ERROR, Stage.POST, "t", "s")\n'
-        "    def _check(d):\n        return ()\n",
+        'for _id in ("a", "b"):\n\n    @rule(_id)\n    def _check(d):\n        return ()\n',
         "rule(...) is not the decorator",
     ),
     "a Rule built by hand": (
@@ -180,8 +198,9 @@ def test_a_planted_second_registration_style_is_caught(case):
 def test_a_rule_registered_at_run_time_another_way_is_caught(monkeypatch, make, expected):
     planted = dict(REGISTERED)
     monkeypatch.setattr(rule_registry, "REGISTERED", planted)
+    catalogued(monkeypatch, "planted")
     check = make()
     if getattr(check, "__name__", "") == "<lambda>":
         check.__module__ = MODES  # a lambda in a rule module: call style
-    rule("planted", Severity.ERROR, Stage.POST, "t", "s")(check)
+    rule("planted")(check)
     assert any(expected in problem for problem in registry_problems(planted))
