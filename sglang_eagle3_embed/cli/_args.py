@@ -5,7 +5,7 @@ from __future__ import annotations
 from sglang_eagle3_embed.core.errors import InputError
 from sglang_eagle3_embed.core.readers.overrides import override_error, parse_overrides
 
-__all__ = ["add_model_arguments", "json_overrides"]
+__all__ = ["add_cache_argument", "add_model_arguments", "json_overrides"]
 
 
 def add_model_arguments(parser, overrides: bool = True) -> None:
@@ -22,6 +22,11 @@ def add_model_arguments(parser, overrides: bool = True) -> None:
             default="{}",
             help="config fields SGLang overrides in both the target's and the draft's config (JSON)",
         )
+
+
+def add_cache_argument(parser) -> None:
+    """``--cache``: the folder the tiny pairs are built in and found again."""
+    parser.add_argument("--cache", help="cache folder (default: $SGLANG_EAGLE3_EMBED_CACHE or ~/.cache)")
 
 
 def json_overrides(text: str) -> dict:

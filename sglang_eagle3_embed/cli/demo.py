@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from sglang_eagle3_embed.cli._args import add_cache_argument
+
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub) -> None:
     demo = sub.add_parser("demo", help="show the failure and the fix on a tiny pair, on CPU")
-    demo.add_argument("--cache", help="cache folder (default: $SGLANG_EAGLE3_EMBED_CACHE or ~/.cache)")
+    add_cache_argument(demo)
     demo.set_defaults(func=run)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from sglang_eagle3_embed.cli._args import add_cache_argument
 from sglang_eagle3_embed.cli._exit import EXIT_OK
 from sglang_eagle3_embed.core.capture.draft_config import LLAMA_DRAFT, MLA_DRAFT
 from sglang_eagle3_embed.core.readers.hub import check_repo
@@ -47,15 +48,15 @@ def add_parser(sub) -> None:
         help="also write the target as the official checkpoints ship it: fp8 block-wise (DeepSeek-V3, "
         "Kimi-K2), int4 compressed-tensors routed experts (Kimi-K2.5)",
     )
-    pair.add_argument(
-        "--hub-repo",
-        metavar="ORG/NAME",
-        help="also put the pair into the local Hugging Face cache as hub ids ORG/NAME (the target) and "
+    add_cache_argument(pair)
+    hub = pair.add_argument_group(
+        "hub ids",
+        "also put the pair into the local Hugging Face cache as hub ids ORG/NAME (the target) and "
         "ORG/NAME-eagle3 (the draft), so that launch lines can name them offline",
     )
-    pair.add_argument("--revision", default="main", help="with --hub-repo: the branch to cache them under")
-    pair.add_argument("--download-dir", help="with --hub-repo: the cache (default: HF_HUB_CACHE, HF_HOME)")
-    pair.add_argument("--cache", help="cache folder (default: $SGLANG_EAGLE3_EMBED_CACHE or ~/.cache)")
+    hub.add_argument("--hub-repo", metavar="ORG/NAME", help="the target's hub id")
+    hub.add_argument("--revision", default="main", help="the branch to cache them under")
+    hub.add_argument("--download-dir", help="the cache (default: HF_HUB_CACHE, HF_HOME)")
     pair.add_argument("--json", action="store_true", help="errors as JSON too (the result always is)")
     pair.set_defaults(func=run)
 
