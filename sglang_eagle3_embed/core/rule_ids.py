@@ -2,7 +2,8 @@
 
 An id is what a user reads (``[draft-ids-invalid]`` in a finding, a key of ``check --json``, a
 section of ``docs/validation.md``), so it is stable. Everything else names a rule by its constant:
-the ``@rule(...)`` decorator that declares it (``core/rules/*.py``), the errors that carry it
+its row of ``core/rules/catalog.py`` and the ``@rule(ID)`` decorator on its check
+(``core/rules/*.py``), the errors that carry it
 (:class:`~sglang_eagle3_embed.core.errors.DraftConfigError`'s and
 :class:`~sglang_eagle3_embed.core.errors.UnsupportedModeError`'s ``rule``), the findings the capture
 plan warns with, the code that examines a finding's rule, and the examples of
