@@ -79,7 +79,7 @@ def rule(rule_id: str):
         if rule_id in REGISTERED:
             raise ValueError(f"rule {rule_id!r} is declared twice")
         takes_id = len(inspect.signature(check, follow_wrapped=False).parameters) == 2
-        REGISTERED[rule_id] = Rule(rule_id, *entry, check, takes_id)
+        REGISTERED[rule_id] = Rule(id=rule_id, check=check, takes_id=takes_id, **entry._asdict())
         return check
 
     return register

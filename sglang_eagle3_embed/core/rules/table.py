@@ -1,9 +1,10 @@
 """The startup validation rules: one table, one source of truth. Pure module.
 
 Each rule has a stable id, a severity, a :class:`Stage`, what SGLang 0.5.23 does without it (one
-row of ``core/rules/catalog.py``), and a check that reads a :class:`~sglang_eagle3_embed.core.readers.deployment.Deployment` (what the user passed,
-what SGLang resolved, the target's and the draft's configs) and returns findings whose messages
-name the flag or field, the value, what SGLang would have done silently, and the fix. Every rule is
+row of ``core/rules/catalog.py``), and a check that reads a
+:class:`~sglang_eagle3_embed.core.readers.deployment.Deployment` (what the user passed, what SGLang
+resolved, the target's and the draft's configs) and returns findings whose messages name the flag
+or field, the value, what SGLang would have done silently, and the fix. Every rule is
 declared one way, with the :func:`rule` decorator on its check (``core/rules/registry.py``), in the
 module of its subject in this package: ``flags`` (the launch flags), ``draft`` (the draft and how
 it fits the target), ``weights`` (what the weights' headers hold), ``modes`` (what the plugin
