@@ -69,6 +69,7 @@ SERVERS = {
         Server("stock-seed-15", "stock SGLang, the seed's config, 15 steps", spec(15, tokens=16), "seed"),
         Server("plugin-5", "plugin, 5 steps", spec(5), "nested"),
         Server("plugin-2", "plugin, 2 steps", spec(2), "nested"),
+        Server("plugin-9", "plugin, 9 steps", spec(9), "nested"),
         # the seed's 1 step and top-k 1 with the draft wired as trained: the fix alone (2 draft
         # tokens, what SGLang serves for the seed's 16)
         Server("plugin-1", "plugin, 1 step", spec(1), "nested"),
@@ -184,6 +185,7 @@ KIMI_SPEEDUP = Suite(
         "plugin-3",
         "plugin-5",
         "plugin-7",
+        "plugin-9",
     ),
     shared={
         **SERVED,

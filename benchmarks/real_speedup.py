@@ -8,8 +8,8 @@ another: no speculation; stock SGLang with the same draft (ids at the top level,
 default layers); the plugin at 3 and 7 steps (top-k 1). For the Kimi-K2.5 pair, those of
 ``configs.KIMI_SPEEDUP``: no speculation; stock SGLang with the seed's draft config (``[2, 30,
 58]``) and flags (1 step, 16 draft tokens), and at 15 steps; the plugin with the corrected config
-at 2, 3, 5 and 7 steps. Each is started, then at every concurrency warmed up by an untimed run whose
-throughput sizes the timed runs (``--seconds`` of work per concurrency over all rounds), then
+at 1, 2, 3, 5, 7 and 9 steps. Each is started, then at every concurrency warmed up by an untimed
+run whose throughput sizes the timed runs (``--seconds`` of work per concurrency over all rounds), then
 timed for ``--rounds`` rounds, the order of the concurrencies rotating from round to round, by
 ``python -m sglang.benchmark.serving`` on a ``custom`` dataset of the pair's language. Reported per
 server and concurrency: output tokens/s (median, min-max over rounds), median TPOT and TTFT, the
@@ -332,6 +332,11 @@ def summarize(result: dict) -> dict:
     return summary
 
 
+def as_ratio(value: float | None) -> str:
+    """A ratio to no speculation as the tables write it ("-" where no baseline was measured)."""
+    return "-" if value is None else f"{value:.2f}x"
+
+
 def step_times(path: Path) -> dict | None:
     """V2-Lite's step times from ``step_times.py``'s result at ``path``; None without one."""
     if not path.exists():
@@ -351,8 +356,8 @@ def render(result: dict, steps: dict | None = None) -> str:
             rows.append([
                 configs.label(name), c, f"{s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f})",
                 f"{s['tpot_ms']:.2f}", f"{s['ttft_ms']:.0f}", _common.fmt(s["accept_length"]),
-                f"{s['timed_s']:.0f} ({s['requests']})", _common.fmt(s["vs_no_speculation"]) + "x",
-                "-" if d is None else f"{d:.2f}x",
+                f"{s['timed_s']:.0f} ({s['requests']})", as_ratio(s["vs_no_speculation"]),
+                as_ratio(d),
             ])  # fmt: skip
     table = _common.markdown_table(header, rows)
     served = result.get("served", {})

@@ -467,6 +467,7 @@ def test_real_speedup_merges_runs_and_sets_measured_beside_derived(tmp_path):
     assert f"{plugin} 1.50x |" in out
     alone = rs.summarize(rs.merged([second]))  # no baseline measured: no ratio, no crash
     assert alone["plugin-3"]["1"]["vs_no_speculation"] is None
+    assert "| 20 (None) | - | - |" in rs.render(rs.merged([second]))
 
 
 def test_speedup_orders_concurrencies_numerically_whatever_the_json_keeps():
@@ -567,6 +568,7 @@ def test_the_kimi_suite_serves_the_seeds_launch_lines_as_sglang_resolves_them(tm
         "plugin-3": (3, 4, "sglang_eagle3_embed"),
         "plugin-5": (5, 6, "sglang_eagle3_embed"),
         "plugin-7": (7, 8, "sglang_eagle3_embed"),
+        "plugin-9": (9, 10, "sglang_eagle3_embed"),
     }
 
 
@@ -588,7 +590,7 @@ def test_memory_shares_follow_from_the_servers_side_by_side():
     fewer = dataclasses.replace(configs.SPEEDUP, servers=configs.SPEEDUP.servers[:4])
     assert fewer.mem_fraction_static == pytest.approx(configs.SPEEDUP.gpu_share / 4)
     with pytest.raises(ValueError, match="not in SERVERS"):
-        configs.Suite(("plugin-9",), {}, 0.5, side_by_side=True)
+        configs.Suite(("plugin-11",), {}, 0.5, side_by_side=True)
 
 
 def literals(source: str):
