@@ -178,3 +178,8 @@ def save_figure(fig, results: Path, name: str) -> Path:
 
 def fmt(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def ratio(value: float | None) -> str:
+    """A ratio as the tables write it ("-" where there is none, as where no baseline was measured)."""
+    return "-" if value is None else f"{value:.2f}x"

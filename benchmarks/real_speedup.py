@@ -7,21 +7,21 @@ seed's draft). The servers of ``configs.REAL_SPEEDUP`` (``benchmarks/configs.py`
 another: no speculation; stock SGLang with the same draft (ids at the top level, so it serves its
 default layers); the plugin at 3 and 7 steps (top-k 1). For the Kimi-K2.5 pair, those of
 ``configs.KIMI_SPEEDUP``: no speculation; stock SGLang with the seed's draft config (``[2, 30,
-58]``) and flags (1 step, 16 draft tokens), and at 15 steps; the plugin with the corrected config
-at 1, 2, 3, 5, 7 and 9 steps. Each is started, then at every concurrency warmed up by an untimed
-run whose throughput sizes the timed runs (``--seconds`` of work per concurrency over all rounds), then
+58]``) and flags (1 step, 16 draft tokens), and at 15 steps; the plugin with the corrected config at
+1, 2, 3, 5, 7 and 9 steps. Each is started, then at every concurrency warmed up by an untimed run
+whose throughput sizes the timed runs (``--seconds`` of work per concurrency over all rounds), then
 timed for ``--rounds`` rounds, the order of the concurrencies rotating from round to round, by
 ``python -m sglang.benchmark.serving`` on a ``custom`` dataset of the pair's language. Reported per
 server and concurrency: output tokens/s (median, min-max over rounds), median TPOT and TTFT, the
 accept length the client reads from the server, the timed seconds, and the median of each round's
 ratio to no speculation's same round. Before its warm-up, each server is asked for the greedy
 continuations of the first prompts, as token ids and as text (:func:`served_check`): how often its
-token is the language's likeliest, the accept length of each request, and whether its outputs are
-no speculation's: what the served target computes, apart from what the draft is worth. Beside the
-measured ratio, for the servers that take the step it times: the one derived from the step times
-of ``benchmarks/step_times.py`` (its result, ``--step-times``, by default ``step_times.json`` in
-``--results``: V2-Lite's decode and speculative step at batch 1, 8 and 32, 3 steps) times the
-accept length measured here; ``-`` without it.
+token is the language's likeliest, the accept length of each request, and whether its outputs are no
+speculation's: what the served target computes, apart from what the draft is worth. Beside the
+measured ratio, for the servers that take the step it times: the one derived from the step times of
+``benchmarks/step_times.py`` (its result, ``--step-times``, by default ``step_times.json`` in
+``--results``: V2-Lite's decode and speculative step at batch 1, 8 and 32, 3 steps) times the accept
+length measured here; ``-`` without it.
 
     python -m benchmarks.real_speedup --pair /tmp/rp --configs no-spec plugin-3 --logs L --results R
     python -m benchmarks.real_speedup --quick --from-json A.json B.json --results R   # render
@@ -332,11 +332,6 @@ def summarize(result: dict) -> dict:
     return summary
 
 
-def as_ratio(value: float | None) -> str:
-    """A ratio to no speculation as the tables write it ("-" where no baseline was measured)."""
-    return "-" if value is None else f"{value:.2f}x"
-
-
 def step_times(path: Path) -> dict | None:
     """V2-Lite's step times from ``step_times.py``'s result at ``path``; None without one."""
     if not path.exists():
@@ -356,8 +351,8 @@ def render(result: dict, steps: dict | None = None) -> str:
             rows.append([
                 configs.label(name), c, f"{s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f})",
                 f"{s['tpot_ms']:.2f}", f"{s['ttft_ms']:.0f}", _common.fmt(s["accept_length"]),
-                f"{s['timed_s']:.0f} ({s['requests']})", as_ratio(s["vs_no_speculation"]),
-                as_ratio(d),
+                f"{s['timed_s']:.0f} ({s['requests']})", _common.ratio(s["vs_no_speculation"]),
+                _common.ratio(d),
             ])  # fmt: skip
     table = _common.markdown_table(header, rows)
     served = result.get("served", {})

@@ -72,7 +72,7 @@ def render(result: dict) -> str:
               "vs no speculation"]  # fmt: skip
     rows = [
         [configs.label(name), c, f"{s['tokens_per_s']:.0f} ({s['spread'][0]:.0f}-{s['spread'][1]:.0f})", f"{s['tpot_ms']:.2f}",
-         _common.fmt(s["accept_length"]), _common.fmt(s["vs_no_speculation"]) + "x"]
+         _common.fmt(s["accept_length"]), _common.ratio(s["vs_no_speculation"])]
         for name, by_c in summarize(result["rounds"]).items() for c, s in by_c.items()
     ]  # fmt: skip
     return _common.markdown_table(header, rows)

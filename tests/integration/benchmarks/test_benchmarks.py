@@ -428,6 +428,10 @@ def test_speedup_renders_medians_spread_and_ratios(tmp_path):
     assert (tmp_path / "speedup.png").read_bytes()[:8] == PNG
     assert "| no speculation | 1 | 100 (90-110) | 10.00 | - | 1.00x |" in out
     assert "| plugin, 3 steps | 1 | 180 (165-200) | 5.56 | 3.10 | 2.00x |" in out  # ratios 2.0, 1.5, 2.0
+    from benchmarks import speedup
+
+    alone = speedup.render({"rounds": {"plugin-3": rounds["plugin-3"]}})  # no baseline: no ratio
+    assert "| plugin, 3 steps | 1 | 180 (165-200) | 5.56 | 3.10 | - |" in alone
     assert bench("speedup.py", "--quick", check=False).returncode == 2
 
 
