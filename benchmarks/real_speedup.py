@@ -21,7 +21,9 @@ speculation's: what the served target computes, apart from what the draft is wor
 measured ratio, for the servers that take the step it times: the one derived from the step times of
 ``benchmarks/step_times.py`` (its result, ``--step-times``, by default ``step_times.json`` in
 ``--results``: V2-Lite's decode and speculative step at batch 1, 8 and 32, 3 steps) times the accept
-length measured here; ``-`` without it.
+length measured here; ``-`` without it. Each warm-up's figures go into the result as it ends, and
+below the table for a concurrency that has no timed run, marked untimed: the first figures of a
+server whose machine is lost before its timed rounds.
 
     python -m benchmarks.real_speedup --pair /tmp/rp --configs no-spec plugin-3 --logs L --results R
     python -m benchmarks.real_speedup --quick --from-json A.json B.json --results R   # render
@@ -224,7 +226,8 @@ def measure(args) -> dict:
         print(note, flush=True)
     dataset = write_custom_dataset(rows.tolist(), args.prompt_len, logs / "language.jsonl")
     result = {
-        "rounds": {}, "sizes": {}, "startup_s": {}, "canary": {}, "served": {}, "kimi": suite is configs.KIMI_SPEEDUP,
+        "rounds": {}, "sizes": {}, "warmup": {}, "startup_s": {}, "canary": {}, "served": {},
+        "kimi": suite is configs.KIMI_SPEEDUP,
         "expected": folder_prediction(pair, spec, requests),
         "setup": vars(args) | {"spec": spec.__dict__},
     }  # fmt: skip
@@ -248,7 +251,10 @@ def measure(args) -> dict:
                 run_client(
                     _bench(server, dataset, pair, c, max(2 * c, 4), args, out, 0), out.with_suffix(".log")
                 )
-                rate = client_record(out, KEYS)["output_throughput"]
+                warm = result["warmup"].setdefault(name, {})[str(c)] = client_record(out, KEYS)
+                _common.write_json(args.results, args.name, result)  # untimed, but a lost run keeps it
+                print(warmup_line(name, c, warm), flush=True)
+                rate = warm["output_throughput"]
                 sizes[str(c)] = timed_prompts(rate, args.output_len, args.seconds / args.rounds, c, cap)
             result["sizes"][name] = sizes
             for r in range(args.rounds):
@@ -277,11 +283,24 @@ def _bench(server, dataset, pair, concurrency, prompts, args, out, seed):
     )
 
 
+def warmup_line(name: str, concurrency: int, record: dict) -> str:
+    """A warm-up run's figures, marked untimed: the first figures of a server whose timed rounds a
+    lost machine never reaches."""
+    fmt = _common.fmt
+    return (
+        f"{configs.label(name)}: warm-up at concurrency {concurrency} (untimed, {record.get('completed')} "
+        f"requests): {fmt(record.get('output_throughput'), 0)} tok/s, TPOT {fmt(record.get('median_tpot_ms'))} "
+        f"ms, accept length {fmt(record.get('accept_length'))}"
+    )
+
+
 def merged(results: list[dict]) -> dict:
     """Several runs' servers as one result (a later run's server replaces an earlier one's)."""
-    out = {"rounds": {}, "sizes": {}, "startup_s": {}, "canary": {}, "served": {}, "env": {}, "kimi": False}
+    out = {
+        "rounds": {}, "sizes": {}, "warmup": {}, "startup_s": {}, "canary": {}, "served": {}, "env": {}, "kimi": False
+    }  # fmt: skip
     for result in results:
-        for key in ("rounds", "sizes", "startup_s", "canary", "served"):
+        for key in ("rounds", "sizes", "warmup", "startup_s", "canary", "served"):
             out[key].update(result.get(key, {}))
         out["env"] = result.get("env") or out["env"]
         out["kimi"] = out["kimi"] or bool(result.get("kimi"))
@@ -358,7 +377,13 @@ def render(result: dict, steps: dict | None = None) -> str:
     served = result.get("served", {})
     checks = "\n".join(served_line(name, served, result.get("expected")) for name in served)
     canaries = [canary_line(name, answer) for name, answer in result.get("canary", {}).items()]
-    return "\n\n".join([table, *([checks] if checks else []), *canaries])
+    untimed = "\n".join(
+        warmup_line(name, int(c), record)
+        for name, by_c in result.get("warmup", {}).items()
+        for c, record in by_c.items()
+        if not result["rounds"].get(name, {}).get(c)  # a lost run's only figures at c
+    )
+    return "\n\n".join([table, *([checks] if checks else []), *canaries, *([untimed] if untimed else [])])
 
 
 def served_line(name: str, served: dict, expected: dict | None = None) -> str:

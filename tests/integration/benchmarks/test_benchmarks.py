@@ -474,6 +474,34 @@ def test_real_speedup_merges_runs_and_sets_measured_beside_derived(tmp_path):
     assert "| 20 (None) | - | - |" in rs.render(rs.merged([second]))
 
 
+def test_real_speedup_shows_warm_ups_where_a_lost_run_timed_nothing():
+    """A server's warm-ups are its only figures where the machine was lost before its timed rounds:
+    the table leaves them out (untimed), the lines below it say them, marked untimed, for the
+    concurrencies without a timed run only, and ``merged`` keeps them."""
+    from benchmarks import real_speedup as rs
+
+    def run(rate, accept=None, completed=8):
+        return {"output_throughput": rate, "median_tpot_ms": 1000 / rate, "median_ttft_ms": 20.0,
+                "accept_length": accept, "completed": completed, "duration": 10.0}  # fmt: skip
+
+    lost = {
+        "rounds": {"plugin-9": {"1": [], "16": []}},
+        "warmup": {"plugin-9": {"1": run(228.4, 6.918, 4)}},
+    }
+    timed = {
+        "rounds": {"plugin-7": {"1": [run(210.0, 6.57)]}},
+        "warmup": {"plugin-7": {"1": run(220.0, 6.6, 4)}},
+    }
+    out = rs.render(rs.merged([timed, lost]))
+    assert (
+        "plugin, 9 steps: warm-up at concurrency 1 (untimed, 4 requests): 228 tok/s, TPOT 4.38 ms, "
+        "accept length 6.92"
+    ) in out
+    assert "| plugin, 9 steps |" not in out  # nothing timed: no row
+    assert "| plugin, 7 steps | 1 | 210 (210-210) |" in out
+    assert "plugin, 7 steps: warm-up" not in out  # its timed run says it
+
+
 def test_speedup_orders_concurrencies_numerically_whatever_the_json_keeps():
     """A result saved with sorted keys keeps "16" before "4": the table and the plot's lines still
     run 1, 4, 16, 64."""
@@ -744,7 +772,8 @@ def test_real_speedup_asks_the_canary_of_a_server_and_reports_its_verdict(tiny_p
 
 def test_real_speedup_asks_the_canary_before_the_timed_rounds(tmp_path, monkeypatch):
     """A server's canary verdict is asked right after its served check, before any warm-up or timed
-    round, and written at once: a run whose machine is lost in the timed rounds keeps it."""
+    round, and written at once, as each warm-up's figures are: a run whose machine is lost before
+    its timed rounds keeps them."""
     from argparse import Namespace
 
     from benchmarks import configs
@@ -777,7 +806,10 @@ def test_real_speedup_asks_the_canary_before_the_timed_rounds(tmp_path, monkeypa
 
     def client(command, log):
         asked.append(("client", log.name))
-        raise Gone
+        if log.name.startswith("warmup-4"):
+            raise Gone
+        record = {"output_throughput": 228.4, "accept_length": 6.9, "completed": 4, "median_tpot_ms": 3.9}
+        Path(command[command.index("--output-file") + 1]).write_text(json.dumps(record) + "\n")
 
     spec = KimiPairSpec.quick()
     monkeypatch.setattr(
@@ -801,10 +833,12 @@ def test_real_speedup_asks_the_canary_before_the_timed_rounds(tmp_path, monkeypa
     with pytest.raises(Gone):
         rs.measure(args)
     assert asked == [("start", "stock-seed"), ("canary", "expect1.json"), ("client", "warmup-1-stock-seed.log"),
-                     ("stop", "stock-seed")]  # fmt: skip
+                     ("client", "warmup-4-stock-seed.log"), ("stop", "stock-seed")]  # fmt: skip
     written = json.loads((tmp_path / "results" / "kimi-stock-seed.json").read_text())
     assert written["canary"] == {"stock-seed": {"exit": 1, "verdict": ["SGLang's default layers served"]}}
     assert written["rounds"] == {"stock-seed": {"1": [], "4": []}}
+    assert written["warmup"]["stock-seed"]["1"]["output_throughput"] == 228.4
+    assert list(written["warmup"]["stock-seed"]) == ["1"]
 
 
 def test_real_speedup_names_a_pair_folder_it_cannot_read(tmp_path):
