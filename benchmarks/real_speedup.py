@@ -58,6 +58,8 @@ SUITE = configs.REAL_SPEEDUP
 CONFIGS = tuple(dict.fromkeys((*SUITE.servers, *configs.KIMI_SPEEDUP.servers)))
 """The servers of both pairs, by id (``configs.SERVERS``), in the order a merged result shows them."""
 KEYS = (*speedup.RESULT_KEYS, "duration")
+PER_SERVER = ("rounds", "sizes", "warmup", "startup_s", "canary", "served")
+"""A result's entries keyed by server id: what :func:`merged` takes from each run."""
 STEP_TIMES = "step_times.json"
 """``step_times.py``'s result, read from ``--results`` unless ``--step-times`` names another."""
 
@@ -225,12 +227,11 @@ def measure(args) -> dict:
     if note := untrained_note(requests, spec.seq_len):
         print(note, flush=True)
     dataset = write_custom_dataset(rows.tolist(), args.prompt_len, logs / "language.jsonl")
-    result = {
-        "rounds": {}, "sizes": {}, "warmup": {}, "startup_s": {}, "canary": {}, "served": {},
+    result = {key: {} for key in PER_SERVER} | {
         "kimi": suite is configs.KIMI_SPEEDUP,
         "expected": folder_prediction(pair, spec, requests),
         "setup": vars(args) | {"spec": spec.__dict__},
-    }  # fmt: skip
+    }
     for name in args.configs:
         server = Server(name, suite.kwargs(name, target, drafts), logs)
         result["rounds"][name] = {str(c): [] for c in args.concurrency}
@@ -296,11 +297,9 @@ def warmup_line(name: str, concurrency: int, record: dict) -> str:
 
 def merged(results: list[dict]) -> dict:
     """Several runs' servers as one result (a later run's server replaces an earlier one's)."""
-    out = {
-        "rounds": {}, "sizes": {}, "warmup": {}, "startup_s": {}, "canary": {}, "served": {}, "env": {}, "kimi": False
-    }  # fmt: skip
+    out = {key: {} for key in PER_SERVER} | {"env": {}, "kimi": False}
     for result in results:
-        for key in ("rounds", "sizes", "warmup", "startup_s", "canary", "served"):
+        for key in PER_SERVER:
             out[key].update(result.get(key, {}))
         out["env"] = result.get("env") or out["env"]
         out["kimi"] = out["kimi"] or bool(result.get("kimi"))
