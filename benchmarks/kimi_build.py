@@ -12,17 +12,17 @@ file's SHA-256 written last, then a rename), and each step's seconds are printed
    (``doctor.tiny_target.train_target``) with the real vocabulary (the language uses its first
    ``language_vocab`` tokens, as ``benchmarks/real_pair`` does) and its residual norms' epsilon
    scaled (``kimi_pair.narrow_model``).
-2. ``OUT/narrow-draft``: a narrow EAGLE-3 draft (``LlamaForCausalLMEagle3``, the project's
-   ``doctor.tiny_draft.train_draft``) on the narrow model's tensors at the seed's trained ids: the
-   narrow model plus one zero-output layer holds, state for state, what the wide target holds at
-   those ids (``real_pair.compact``).
-3. ``OUT/target``: the Kimi-K2.5 folder at the real shape (``KimiK25ForConditionalGeneration``
+2. ``OUT/target``: the Kimi-K2.5 folder at the real shape (``KimiK25ForConditionalGeneration``
    around the DeepSeek-V3 text model, a small vision tower: ``doctor.kimi.TINY_VISION``), written
    layer by layer on ``--device`` (:func:`target_shards`): each trained layer widened exactly
    (``kimi_pair.widen_tensor``), every other one random with zero output projections
    (``kimi_pair.inserted_layer``), routed experts quantized to INT4 as Kimi-K2.5 ships them
    (``kimi_pair.checkpoint_tensors``), one shard per layer. Shards land in ``OUT/target.partial``
    as they are written (each complete or absent), so a command stopped mid-build resumes there.
+3. ``OUT/narrow-draft``: a narrow EAGLE-3 draft (``LlamaForCausalLMEagle3``, the project's
+   ``doctor.tiny_draft.train_draft``) on the narrow model's tensors at the seed's trained ids: the
+   narrow model plus one zero-output layer holds, state for state, what the wide target holds at
+   those ids (``real_pair.compact``).
 4. ``OUT/draft``: the narrow draft widened exactly to the real width (:func:`widen_draft`: hidden
    7168, 64 heads of 112, MLP 18432, the real vocabulary), its config with the ids the seed's
    config ships (``[2, 30, 58]``, nested); ``OUT/draft-fixed``: the same weights (linked), ids
@@ -454,11 +454,14 @@ def _check_of(folder: Path, spec: KimiPairSpec, source: Path | None = None):
 
 
 def build(out: Path, spec: KimiPairSpec, device: str = "cpu", *, reuse: bool = False, log=print) -> dict:
-    """narrow -> narrow-draft -> target -> draft (and draft-fixed) into ``out``; returns the folders,
-    each step's seconds, bytes on disk and the manifests' digests."""
+    """narrow -> target -> narrow-draft -> draft (and draft-fixed) into ``out``; returns the folders,
+    each step's seconds, bytes on disk and the manifests' digests. The target comes right after the
+    narrow model it is made of, so that a server without a draft can start on it while the narrow
+    draft trains (``real_speedup --building``)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    folders = {n: out / n for n in ("narrow", "narrow-draft", "target", "draft", "draft-fixed")}
+    _deterministic(device)  # every step, the ones a resumed build skips to included
+    folders = {n: out / n for n in ("narrow", "target", "narrow-draft", "draft", "draft-fixed")}
     if not reuse:
         for folder in (*folders.values(), out / f"target{PARTIAL}"):
             shutil.rmtree(folder, ignore_errors=True)
@@ -482,6 +485,20 @@ def build(out: Path, spec: KimiPairSpec, device: str = "cpu", *, reuse: bool = F
     log(f"narrow target: {narrow.config.num_hidden_layers} layers, hidden {narrow.config.hidden_size}; "
         f"greedy = the language's likeliest at {quality['target']:.0%} ({timings})")  # fmt: skip
 
+    def build_target(tmp: Path) -> dict[str, str]:
+        cache.write_origin(tmp, MADE_FROM, folders["narrow"])
+        with _timed(timings, "target: write"):
+            digests = write_target(
+                narrow, spec, folders["narrow"], tmp, out / f"target{PARTIAL}", device, log
+            )
+        _record(tmp, spec, trained_at=list(place_trained(spec.num_layers, spec.ids, spec.config_ids)))
+        return digests
+
+    with _timed(timings, "target: in all"):
+        cache.ensure(folders["target"], build_target, _check_of(folders["target"], spec, folders["narrow"]))
+    shutil.rmtree(out / f"target{PARTIAL}", ignore_errors=True)  # published: the links are all it needs
+    log(f"target: {timings['target: in all']:.0f} s")
+
     def build_narrow_draft(tmp: Path) -> None:
         from safetensors.torch import save_file
 
@@ -501,20 +518,6 @@ def build(out: Path, spec: KimiPairSpec, device: str = "cpu", *, reuse: bool = F
     narrow_draft, _ = load_draft(folders["narrow-draft"])
     quality["draft"] = draft_quality(narrow, narrow_draft, spec, device)
     log(f"narrow draft, predicted at {ACCEPT_STEPS} steps: {quality['draft']}")
-
-    def build_target(tmp: Path) -> dict[str, str]:
-        cache.write_origin(tmp, MADE_FROM, folders["narrow"])
-        with _timed(timings, "target: write"):
-            digests = write_target(
-                narrow, spec, folders["narrow"], tmp, out / f"target{PARTIAL}", device, log
-            )
-        _record(tmp, spec, trained_at=list(place_trained(spec.num_layers, spec.ids, spec.config_ids)))
-        return digests
-
-    with _timed(timings, "target: in all"):
-        cache.ensure(folders["target"], build_target, _check_of(folders["target"], spec, folders["narrow"]))
-    shutil.rmtree(out / f"target{PARTIAL}", ignore_errors=True)  # published: the links are all it needs
-    log(f"target: {timings['target: in all']:.0f} s")
 
     def build_draft(tmp: Path) -> None:
         from safetensors.torch import save_file

@@ -36,6 +36,12 @@ also asked by the canary right after the served check, before any warm-up or tim
 lengths and verdict go in the result and under the table, and a run stopped in its timed rounds
 keeps them.
 
+With ``--building STATUS``, the pair (``kimi_build.py``'s) is still being built and the build's
+exit status is written to ``STATUS`` when it ends: a server without a draft starts as soon as the
+target is published (the build writes it before the narrow draft trains), one with a draft once the
+build has ended, and no server is sent a request before the build has ended with 0, so nothing is
+timed beside the build's training. A build that ends otherwise stops the run.
+
 A run writes its JSON after every timed run, so a stopped command keeps what it measured;
 ``--from-json`` merges several runs' servers into one result.
 """
@@ -46,6 +52,7 @@ import hashlib
 import json
 import math
 import statistics
+import time
 from itertools import pairwise
 from pathlib import Path
 
@@ -207,13 +214,42 @@ def untrained_note(requests, seq_len: int) -> str | None:
     return f"note: a request reaches position {reach}; the pair trained on {seq_len} tokens, past which its function is untrained"
 
 
+BUILD_POLL_S = 2.0
+"""How often ``--building`` looks at the pair's folders and the build's status file."""
+
+
+def wait_for_build(status: Path | None, folder: Path | None = None) -> None:
+    """With ``--building STATUS``: return once ``folder`` is published (its manifest written last,
+    ``doctor.cache``) or, without a folder, once the build has ended with exit 0; stop the run when
+    the build ended without it. Without ``STATUS`` (the pair built before): return at once."""
+    from sglang_eagle3_embed.doctor.cache import MANIFEST
+
+    if status is None:
+        return
+
+    def published() -> bool:
+        return folder is not None and (folder / MANIFEST).exists()
+
+    while not published():
+        ended = status.read_text().strip() if status.exists() else ""
+        if ended == "0" and folder is None:
+            return
+        if ended and not published():  # a folder published just before the build ended counts
+            missing = f", before {folder} was published" if folder is not None else ""
+            raise SystemExit(
+                f"--building {status}: the pair's build ended with exit {ended}{missing}; see its log"
+            )
+        time.sleep(BUILD_POLL_S)
+
+
 def measure(args) -> dict:
     from benchmarks.real_pair import serving_rows
     from harness.server_run import write_custom_dataset
     from sglang_eagle3_embed.doctor.tiny_target import Language
 
-    pair, logs = args.pair, args.logs
+    pair, logs, building = args.pair, args.logs, getattr(args, "building", None)
     logs.mkdir(parents=True, exist_ok=True)
+    wait_for_build(building, pair / "narrow")  # kimi_build's first folder: what setup() reads
     suite, target, drafts, spec = setup(pair, logs)
     args.configs = args.configs or list(suite.servers)
     unknown = [name for name in args.configs if name not in suite.servers]
@@ -235,10 +271,19 @@ def measure(args) -> dict:
     for name in args.configs:
         server = Server(name, suite.kwargs(name, target, drafts), logs)
         result["rounds"][name] = {str(c): [] for c in args.concurrency}
+        wait_for_build(building, None if configs.SERVERS[name].draft else target)
         try:
             server.start()
             result["startup_s"][name] = server.wait_ready(600)
             print(f"{configs.label(name)}: ready in {result['startup_s'][name]} s", flush=True)
+            if building is not None:
+                held = time.perf_counter()
+                wait_for_build(building)  # nothing is sent while the build trains on the same GPU
+                result["expected"] = folder_prediction(pair, spec, requests)
+                print(
+                    f"{configs.label(name)}: the build ended {time.perf_counter() - held:.0f} s later",
+                    flush=True,
+                )
             result["served"][name] = served_check(server, language, rows, args.prompt_len)
             _common.write_json(args.results, args.name, result)
             print(served_line(name, result["served"], result["expected"]), flush=True)
@@ -481,6 +526,13 @@ def main() -> dict:
     )
     p.add_argument(
         "--step-times", type=Path, help=f"step_times.py's result (default: {STEP_TIMES} in --results)"
+    )
+    p.add_argument(
+        "--building",
+        type=Path,
+        metavar="STATUS",
+        help="kimi_build.py still builds --pair and writes its exit status to STATUS when it ends: "
+        "start each server once its folders are published, send requests once the build has ended",
     )
     args = p.parse_args()
 

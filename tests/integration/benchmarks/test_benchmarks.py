@@ -841,6 +841,122 @@ def test_real_speedup_asks_the_canary_before_the_timed_rounds(tmp_path, monkeypa
     assert list(written["warmup"]["stock-seed"]) == ["1"]
 
 
+def test_real_speedup_waits_for_a_folder_or_the_end_of_the_build(tmp_path, monkeypatch):
+    """--building STATUS: a published folder (its manifest) is enough; without a folder only the
+    build's end with 0 is; a build that ended otherwise, or without the folder, stops the run with
+    the exit it ended with."""
+    from benchmarks import real_speedup as rs
+    from sglang_eagle3_embed.doctor.cache import MANIFEST
+
+    status, target = tmp_path / "built", tmp_path / "target"
+    slept = []
+
+    def ends_with(code, publish=False):
+        def sleep(seconds):
+            slept.append(seconds)
+            assert len(slept) < 10, "still waiting after the build ended"
+            if len(slept) == 3:  # the build ends after three polls
+                if publish:
+                    target.mkdir(exist_ok=True)
+                    (target / MANIFEST).write_text("{}")
+                status.write_text(f"{code}\n")
+
+        monkeypatch.setattr(rs.time, "sleep", sleep)
+
+    rs.wait_for_build(None, target)  # no build running: nothing to wait for
+    ends_with(0)
+    rs.wait_for_build(status)
+    assert slept == [rs.BUILD_POLL_S] * 3
+    with pytest.raises(SystemExit, match=f"exit 0, before {target} was published"):
+        rs.wait_for_build(status, target)  # the build ended without the folder
+    status.unlink()
+    slept.clear()
+    ends_with(0, publish=True)
+    rs.wait_for_build(status, target)
+    assert len(slept) == 3
+    rs.wait_for_build(status, target)  # published: no poll
+    assert len(slept) == 3
+    status.unlink()
+    slept.clear()
+    ends_with(1)
+    with pytest.raises(SystemExit, match="the pair's build ended with exit 1; see its log"):
+        rs.wait_for_build(status)
+
+
+def test_real_speedup_starts_a_plain_server_beside_the_build_and_times_after_it(tmp_path, monkeypatch):
+    """--building: the server without a draft starts once the target is published and is asked
+    nothing before the build has ended; a server with a draft starts after the build; the build's
+    prediction, written at its end, goes into the result."""
+    from argparse import Namespace
+
+    from benchmarks import configs
+    from benchmarks import real_speedup as rs
+    from benchmarks.kimi_pair import KimiPairSpec
+    from sglang_eagle3_embed.doctor.cache import MANIFEST
+
+    events = []
+    status = tmp_path / "built"
+    for folder in ("narrow", "target"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / MANIFEST).write_text("{}")
+
+    class Started:
+        url, port = "http://stand-in", 1
+
+        def __init__(self, name, kwargs, logs):
+            self.name = name
+
+        def start(self):
+            events.append(("start", self.name))
+
+        def wait_ready(self, timeout):
+            return 1.0
+
+        def stop(self):
+            events.append(("stop", self.name))
+
+    def sleep(seconds):
+        events.append("poll")
+        assert events.count("poll") < 10, "still waiting after the build ended"
+        if events.count("poll") == 2:  # the build ends while the plain server waits
+            (tmp_path / "kimi_build.json").write_text(json.dumps({"quality": {"draft": {"mean": 3.7}}}))
+            status.write_text("0\n")
+
+    def served(server, *args):
+        events.append(("served", server.name))
+        return {"ids": {}, "text": {}}
+
+    def client(command, log):
+        record = {"output_throughput": 99.0, "accept_length": 1.0, "completed": 4, "median_tpot_ms": 9.0}
+        Path(command[command.index("--output-file") + 1]).write_text(json.dumps(record) + "\n")
+
+    spec = KimiPairSpec.quick()
+    drafts = {"nested": tmp_path / "draft-fixed", "seed": tmp_path / "draft"}
+    monkeypatch.setattr(rs, "setup", lambda pair, logs: (configs.KIMI_SPEEDUP, pair / "target", drafts, spec))
+    monkeypatch.setattr(rs.time, "sleep", sleep)
+    monkeypatch.setattr(rs, "Server", Started)
+    monkeypatch.setattr(rs, "served_check", served)
+    monkeypatch.setattr(rs, "served_line", lambda *args: "served")
+    monkeypatch.setattr(rs, "run_client", client)
+    args = Namespace(
+        pair=tmp_path, logs=tmp_path / "logs", results=tmp_path / "results", name="kimi", building=status,
+        configs=["no-spec", "plugin-9"], canary=None, concurrency=[1], rounds=1, seconds=12.0,
+        prompt_len=spec.prompt_len, output_len=spec.seq_len - spec.prompt_len,
+        dataset_size=configs.REQUESTS.dataset_size,
+    )  # fmt: skip
+    result = rs.measure(args)
+    assert events == [("start", "no-spec"), "poll", "poll", ("served", "no-spec"), ("stop", "no-spec"),
+                      ("start", "plugin-9"), ("served", "plugin-9"), ("stop", "plugin-9")]  # fmt: skip
+    assert result["expected"] == {"mean": 3.7}
+
+    # a server with a draft waits for the build's end before it starts
+    events.clear()
+    status.unlink()
+    args.configs = ["plugin-9"]
+    rs.measure(args)
+    assert events[:3] == ["poll", "poll", ("start", "plugin-9")]
+
+
 def test_real_speedup_names_a_pair_folder_it_cannot_read(tmp_path):
     from benchmarks import real_speedup as rs
 

@@ -7,6 +7,7 @@ tensors, the wide draft computes what the narrow draft computes, and a stopped b
 import dataclasses
 import json
 import os
+import shutil
 
 import pytest
 import torch
@@ -220,6 +221,27 @@ def _stopped_build(out, module, name: str, stopping) -> None:
         patch.setattr(module, name, stopping)
         with pytest.raises(KeyboardInterrupt):
             kimi_build.build(out, SPEC, "cpu", log=lambda *_: None)
+
+
+@pytest.mark.releases
+def test_the_target_is_published_before_the_narrow_draft_trains(built, tmp_path):
+    """A server without a draft starts on the target while the narrow draft trains
+    (``real_speedup --building``): the target is the second folder, made of the narrow model alone."""
+    out = tmp_path / "again"
+    out.mkdir()
+    shutil.copytree(built["narrow"], out / "narrow")
+    seen = []
+
+    def training(narrow, spec, device="cpu"):
+        seen.append((out / "target" / cache.MANIFEST).exists())
+        raise KeyboardInterrupt("stopped")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kimi_build, "train_narrow_draft", training)
+        with pytest.raises(KeyboardInterrupt):
+            kimi_build.build(out, SPEC, "cpu", reuse=True, log=lambda *_: None)
+    assert seen == [True]
+    assert cache.manifest_digest(out / "target") == cache.manifest_digest(built["target"])
 
 
 @pytest.mark.releases
