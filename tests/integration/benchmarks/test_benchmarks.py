@@ -770,6 +770,28 @@ def test_real_speedup_asks_the_canary_of_a_server_and_reports_its_verdict(tiny_p
         assert named in str(stopped.value), (value, stopped.value)
 
 
+def stand_in_server(events: list):
+    """``harness.server_run.Server`` for ``real_speedup.measure``: ready at once, its starts and
+    stops appended to ``events``."""
+
+    class Started:
+        url, port = "http://stand-in", 1
+
+        def __init__(self, name, kwargs, logs):
+            self.name = name
+
+        def start(self):
+            events.append(("start", self.name))
+
+        def wait_ready(self, timeout):
+            return 1.0
+
+        def stop(self):
+            events.append(("stop", self.name))
+
+    return Started
+
+
 def test_real_speedup_asks_the_canary_before_the_timed_rounds(tmp_path, monkeypatch):
     """A server's canary verdict is asked right after its served check, before any warm-up or timed
     round, and written at once, as each warm-up's figures are: a run whose machine is lost before
@@ -784,21 +806,6 @@ def test_real_speedup_asks_the_canary_before_the_timed_rounds(tmp_path, monkeypa
 
     class Gone(Exception):
         """The machine lost mid-run."""
-
-    class Started:
-        url, port = "http://stand-in", 1
-
-        def __init__(self, name, kwargs, logs):
-            self.name = name
-
-        def start(self):
-            asked.append(("start", self.name))
-
-        def wait_ready(self, timeout):
-            return 1.0
-
-        def stop(self):
-            asked.append(("stop", self.name))
 
     def canary(url, expect, expectations):
         asked.append(("canary", expect.name))
@@ -820,7 +827,7 @@ def test_real_speedup_asks_the_canary_before_the_timed_rounds(tmp_path, monkeypa
     monkeypatch.setattr(
         rs, "canary_files", lambda pairs, servers: {"stock-seed": (tmp_path / "expect1.json", {})}
     )
-    monkeypatch.setattr(rs, "Server", Started)
+    monkeypatch.setattr(rs, "Server", stand_in_server(asked))
     monkeypatch.setattr(rs, "served_check", lambda *args: {"ids": {}, "text": {}})
     monkeypatch.setattr(rs, "served_line", lambda *args: "served")
     monkeypatch.setattr(rs, "ask_canary", canary)
@@ -900,21 +907,6 @@ def test_real_speedup_starts_a_plain_server_beside_the_build_and_times_after_it(
         (tmp_path / folder).mkdir()
         (tmp_path / folder / MANIFEST).write_text("{}")
 
-    class Started:
-        url, port = "http://stand-in", 1
-
-        def __init__(self, name, kwargs, logs):
-            self.name = name
-
-        def start(self):
-            events.append(("start", self.name))
-
-        def wait_ready(self, timeout):
-            return 1.0
-
-        def stop(self):
-            events.append(("stop", self.name))
-
     def sleep(seconds):
         events.append("poll")
         assert events.count("poll") < 10, "still waiting after the build ended"
@@ -934,7 +926,7 @@ def test_real_speedup_starts_a_plain_server_beside_the_build_and_times_after_it(
     drafts = {"nested": tmp_path / "draft-fixed", "seed": tmp_path / "draft"}
     monkeypatch.setattr(rs, "setup", lambda pair, logs: (configs.KIMI_SPEEDUP, pair / "target", drafts, spec))
     monkeypatch.setattr(rs.time, "sleep", sleep)
-    monkeypatch.setattr(rs, "Server", Started)
+    monkeypatch.setattr(rs, "Server", stand_in_server(events))
     monkeypatch.setattr(rs, "served_check", served)
     monkeypatch.setattr(rs, "served_line", lambda *args: "served")
     monkeypatch.setattr(rs, "run_client", client)
