@@ -460,7 +460,7 @@ def build(out: Path, spec: KimiPairSpec, device: str = "cpu", *, reuse: bool = F
     draft trains (``real_speedup --building``)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    _deterministic(device)  # every step, the ones a resumed build skips to included
+    _deterministic(device)  # for every step, not only those that train: a resumed build may train none
     folders = {n: out / n for n in ("narrow", "target", "narrow-draft", "draft", "draft-fixed")}
     if not reuse:
         for folder in (*folders.values(), out / f"target{PARTIAL}"):
