@@ -30,6 +30,7 @@ if [ "${1:-}" = "--job" ]; then # inside the job, under tools/gpu_bundle.sh, in 
         [ $status = 0 ] && cp "$run/kimi/kimi_build.json" "$run/results/"
         echo $status > "$built.tmp" && mv "$built.tmp" "$built"
     ) &
+    ended() { cat "$built" 2>/dev/null; } # the build's exit status; empty while it runs
     serve() { # ITEM: one server alone, at its concurrencies
         local id=${1%%:*} levels=1,4,16,64
         [ "$1" != "$id" ] && levels=${1#*:}
@@ -41,15 +42,14 @@ if [ "${1:-}" = "--job" ]; then # inside the job, under tools/gpu_bundle.sh, in 
     failed=()
     for item in "$@"; do
         serve "$item"
-        ended=$(cat "$built" 2>/dev/null)
-        [ -n "$ended" ] && [ "$ended" != 0 ] && break # the build failed: no server can be served
+        case $(ended) in '' | 0) ;; *) break ;; esac # the build failed: no server can be served
         [ -f "$run/results/kimi-${item%%:*}.json" ] || failed+=("$item")
     done
     # A server that wrote nothing (one that could not start beside the build's training, say) is
     # served once more after the others, on a GPU the build has left.
-    [ "$(cat "$built" 2>/dev/null)" = 0 ] && for item in ${failed[@]+"${failed[@]}"}; do serve "$item"; done
+    [ "$(ended)" = 0 ] && for item in ${failed[@]+"${failed[@]}"}; do serve "$item"; done
     wait
-    [ "$(cat "$built" 2>/dev/null)" = 0 ] || exit 1
+    [ "$(ended)" = 0 ] || exit 1
     exit 0
 fi
 [ $# -ge 2 ] || { sed -n 2,16p "$0" && exit 2; }
