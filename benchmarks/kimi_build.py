@@ -1,7 +1,7 @@
 """The seed's deployment at its real shape, built: Kimi-K2.5 (61 layers, hidden 7168, INT4 routed
 experts) with an EAGLE-3 draft of the real width trained on the seed's ids ``[-1, 2, 30]``.
 
-    python -m benchmarks.kimi_build OUT [--quick] [--device cuda] [--reuse]
+    python -m benchmarks.kimi_build OUT [--quick] [--device cuda] [--reuse] [--target-beside]
 
 Four folders are built into ``OUT``, each published whole (``doctor.cache``: a manifest of every
 file's SHA-256 written last, then a rename), and each step's seconds are printed and recorded in
@@ -19,6 +19,8 @@ file's SHA-256 written last, then a rename), and each step's seconds are printed
    (``kimi_pair.inserted_layer``), routed experts quantized to INT4 as Kimi-K2.5 ships them
    (``kimi_pair.checkpoint_tensors``), one shard per layer. Shards land in ``OUT/target.partial``
    as they are written (each complete or absent), so a command stopped mid-build resumes there.
+   With ``--target-beside`` a process of its own writes it while the narrow draft trains (step 3),
+   and the build ends when the longer of the two does.
 3. ``OUT/narrow-draft``: a narrow EAGLE-3 draft (``LlamaForCausalLMEagle3``, the project's
    ``doctor.tiny_draft.train_draft``) on the narrow model's tensors at the seed's trained ids: the
    narrow model plus one zero-output layer holds, state for state, what the wide target holds at
@@ -453,11 +455,127 @@ def _check_of(folder: Path, spec: KimiPairSpec, source: Path | None = None):
     return check
 
 
-def build(out: Path, spec: KimiPairSpec, device: str = "cpu", *, reuse: bool = False, log=print) -> dict:
+def publish_target(out: Path, spec: KimiPairSpec, narrow, device: str, timings: dict, log=print) -> None:
+    """``out/target``, made of the published ``out/narrow`` (``narrow``, loaded): kept where
+    complete, else written (resuming the shards a stopped build left) and published."""
+    folder, source, partial = out / "target", out / "narrow", out / f"target{PARTIAL}"
+
+    def build_target(tmp: Path) -> dict[str, str]:
+        cache.write_origin(tmp, MADE_FROM, source)
+        with _timed(timings, "target: write"):
+            digests = write_target(narrow, spec, source, tmp, partial, device, log)
+        _record(tmp, spec, trained_at=list(place_trained(spec.num_layers, spec.ids, spec.config_ids)))
+        return digests
+
+    with _timed(timings, "target: in all"):
+        cache.ensure(folder, build_target, _check_of(folder, spec, source))
+    shutil.rmtree(partial, ignore_errors=True)  # published: the links are all it needs
+    log(f"target: {timings['target: in all']:.0f} s")
+
+
+def _write_target_beside(out: Path, spec: KimiPairSpec, device: str, timings) -> None:
+    """The target writer's process: the target from the published narrow folder; its timings
+    go back through ``timings`` (a queue)."""
+    _deterministic(device)
+    made: dict = {}
+    publish_target(
+        out, spec, load_narrow(out / "narrow", spec), device, made, lambda line: print(line, flush=True)
+    )
+    timings.put(made)
+
+
+class TargetWriter:
+    """The target written by a process of its own (spawned: a CUDA context cannot be forked)
+    while this one trains the narrow draft: neither waits on the other's GIL or random state."""
+
+    def __init__(self, out: Path, spec: KimiPairSpec, device: str):
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self.timings = context.Queue()
+        self.process = context.Process(
+            target=_write_target_beside, args=(out, spec, device, self.timings), name="target writer"
+        )
+        self.process.start()
+
+    def wait(self) -> dict:
+        """The writer's timings once it has published the target; RuntimeError where it failed."""
+        self.process.join()
+        if self.process.exitcode != 0:
+            raise RuntimeError(
+                f"the target writer (a process beside the narrow draft's training) exited with "
+                f"{self.process.exitcode}; its error is printed above. The narrow draft is kept: "
+                f"run the build again with --reuse to write the target alone, resuming its shards."
+            )
+        return self.timings.get(timeout=60)
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join()
+
+
+def build_drafts(folders: dict, spec: KimiPairSpec, narrow, device: str, timings: dict, log=print) -> dict:
+    """``narrow-draft`` (trained on ``narrow``), ``draft`` (it, widened) and ``draft-fixed`` (the
+    corrected config) into ``folders``, each kept where complete; returns the narrow draft's
+    quality (:func:`draft_quality`)."""
+
+    def build_narrow_draft(tmp: Path) -> None:
+        from safetensors.torch import save_file
+
+        cache.write_origin(tmp, MADE_FROM, folders["narrow"])
+        with _timed(timings, "narrow-draft: train"):
+            draft, _ = train_narrow_draft(narrow, spec, device)
+        save_file(draft.checkpoint(), str(tmp / "model.safetensors"))
+        (tmp / "config.json").write_text(json.dumps(narrow_draft_config(narrow.config, spec), indent=2))
+        _record(tmp, spec, ids=narrow_ids(spec))
+
+    with _timed(timings, "narrow-draft: in all"):
+        cache.ensure(folders["narrow-draft"], build_narrow_draft,
+                     _check_of(folders["narrow-draft"], spec, folders["narrow"]))  # fmt: skip
+    log(f"narrow draft: {timings['narrow-draft: in all']:.0f} s")
+    from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
+
+    narrow_draft, _ = load_draft(folders["narrow-draft"])
+    quality = draft_quality(narrow, narrow_draft, spec, device)
+    log(f"narrow draft, predicted at {ACCEPT_STEPS} steps: {quality}")
+
+    def build_draft(tmp: Path) -> None:
+        from safetensors.torch import save_file
+
+        cache.write_origin(tmp, MADE_FROM, folders["narrow-draft"])
+        with _timed(timings, "draft: widen"):
+            wide, config = widen_draft(narrow_draft.to(device), spec, spec.config_ids)
+        weights = {k: v.to(torch.bfloat16).contiguous().cpu() for k, v in wide.checkpoint().items()}
+        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        (tmp / "config.json").write_text(json.dumps(config, indent=2))
+        _record(tmp, spec, ids=list(spec.config_ids), trained_on=list(spec.ids))
+
+    with _timed(timings, "draft: in all"):
+        cache.ensure(
+            folders["draft"], build_draft, _check_of(folders["draft"], spec, folders["narrow-draft"])
+        )
+    log(f"draft: {timings['draft: in all']:.0f} s")
+    if not folders["draft-fixed"].exists():
+        write_config_variant(folders["draft"], folders["draft-fixed"], placement="nested", ids=list(spec.ids))
+    return quality
+
+
+def build(
+    out: Path,
+    spec: KimiPairSpec,
+    device: str = "cpu",
+    *,
+    reuse: bool = False,
+    target_beside: bool = False,
+    log=print,
+) -> dict:
     """narrow -> target -> narrow-draft -> draft (and draft-fixed) into ``out``; returns the folders,
     each step's seconds, bytes on disk and the manifests' digests. The target comes right after the
     narrow model it is made of, so that a server without a draft can start on it while the narrow
-    draft trains (``real_speedup --building``)."""
+    draft trains (``real_speedup --building``). ``target_beside``: the target is written by a
+    process of its own while the narrow draft trains (the same bytes; the build ends when the
+    longer of the two does)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _deterministic(device)  # for every step, not only those that train: a resumed build may train none
@@ -485,58 +603,17 @@ def build(out: Path, spec: KimiPairSpec, device: str = "cpu", *, reuse: bool = F
     log(f"narrow target: {narrow.config.num_hidden_layers} layers, hidden {narrow.config.hidden_size}; "
         f"greedy = the language's likeliest at {quality['target']:.0%} ({timings})")  # fmt: skip
 
-    def build_target(tmp: Path) -> dict[str, str]:
-        cache.write_origin(tmp, MADE_FROM, folders["narrow"])
-        with _timed(timings, "target: write"):
-            digests = write_target(
-                narrow, spec, folders["narrow"], tmp, out / f"target{PARTIAL}", device, log
-            )
-        _record(tmp, spec, trained_at=list(place_trained(spec.num_layers, spec.ids, spec.config_ids)))
-        return digests
-
-    with _timed(timings, "target: in all"):
-        cache.ensure(folders["target"], build_target, _check_of(folders["target"], spec, folders["narrow"]))
-    shutil.rmtree(out / f"target{PARTIAL}", ignore_errors=True)  # published: the links are all it needs
-    log(f"target: {timings['target: in all']:.0f} s")
-
-    def build_narrow_draft(tmp: Path) -> None:
-        from safetensors.torch import save_file
-
-        cache.write_origin(tmp, MADE_FROM, folders["narrow"])
-        with _timed(timings, "narrow-draft: train"):
-            draft, _ = train_narrow_draft(narrow, spec, device)
-        save_file(draft.checkpoint(), str(tmp / "model.safetensors"))
-        (tmp / "config.json").write_text(json.dumps(narrow_draft_config(narrow.config, spec), indent=2))
-        _record(tmp, spec, ids=narrow_ids(spec))
-
-    with _timed(timings, "narrow-draft: in all"):
-        cache.ensure(folders["narrow-draft"], build_narrow_draft,
-                     _check_of(folders["narrow-draft"], spec, folders["narrow"]))  # fmt: skip
-    log(f"narrow draft: {timings['narrow-draft: in all']:.0f} s")
-    from sglang_eagle3_embed.doctor.eagle3_draft import load_draft
-
-    narrow_draft, _ = load_draft(folders["narrow-draft"])
-    quality["draft"] = draft_quality(narrow, narrow_draft, spec, device)
-    log(f"narrow draft, predicted at {ACCEPT_STEPS} steps: {quality['draft']}")
-
-    def build_draft(tmp: Path) -> None:
-        from safetensors.torch import save_file
-
-        cache.write_origin(tmp, MADE_FROM, folders["narrow-draft"])
-        with _timed(timings, "draft: widen"):
-            wide, config = widen_draft(narrow_draft.to(device), spec, spec.config_ids)
-        weights = {k: v.to(torch.bfloat16).contiguous().cpu() for k, v in wide.checkpoint().items()}
-        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        (tmp / "config.json").write_text(json.dumps(config, indent=2))
-        _record(tmp, spec, ids=list(spec.config_ids), trained_on=list(spec.ids))
-
-    with _timed(timings, "draft: in all"):
-        cache.ensure(
-            folders["draft"], build_draft, _check_of(folders["draft"], spec, folders["narrow-draft"])
-        )
-    log(f"draft: {timings['draft: in all']:.0f} s")
-    if not folders["draft-fixed"].exists():
-        write_config_variant(folders["draft"], folders["draft-fixed"], placement="nested", ids=list(spec.ids))
+    writer = TargetWriter(out, spec, device) if target_beside else None
+    if writer is None:
+        publish_target(out, spec, narrow, device, timings, log)
+    try:
+        quality["draft"] = build_drafts(folders, spec, narrow, device, timings, log)
+    except BaseException:
+        if writer is not None:  # a stopped build leaves no writer behind (--reuse resumes its shards)
+            writer.stop()
+        raise
+    if writer is not None:
+        timings.update(writer.wait())
     sizes = {n: sum(f.stat().st_size for f in p.iterdir() if f.is_file()) for n, p in folders.items()}
     digests = {n: cache.manifest_digest(p)[:16] for n, p in folders.items() if (p / cache.MANIFEST).exists()}
     return {"folders": {n: str(p) for n, p in folders.items()}, "timings": timings, "bytes": sizes,
@@ -592,12 +669,16 @@ def main(argv=None) -> int:
         "--reuse", action="store_true", help="keep complete folders of this spec; resume the target"
     )
     p.add_argument(
+        "--target-beside", action="store_true",
+        help="write the target in a process of its own while the narrow draft trains",
+    )  # fmt: skip
+    p.add_argument(
         "--serve", type=Path, metavar="LOGS", help="then serve the target without speculation (GPU)"
     )
     args = p.parse_args(argv)
     spec = KimiPairSpec.quick() if args.quick else KimiPairSpec()
     started = time.perf_counter()
-    result = build(args.out, spec, args.device, reuse=args.reuse)
+    result = build(args.out, spec, args.device, reuse=args.reuse, target_beside=args.target_beside)
     result["build_s"] = round(time.perf_counter() - started, 1)
     (args.out / "kimi_build.json").write_text(json.dumps(result, indent=2))
     print(

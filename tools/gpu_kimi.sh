@@ -8,10 +8,11 @@
 # 1,4,16,64). The first call copies the checkout to $RUN/src (default RUN=/tmp/kimi-run), so that the
 # next calls' copies of the checkout cannot touch what runs, and starts the job there in its own
 # process session (tools/gpu_follow.sh): SGLang's JIT Marlin kernels built beside the pair
-# (benchmarks.kimi_build --reuse, which resumes a build a lost call left), and each server in the
-# order given (benchmarks.real_speedup --building, ROUNDS timed rounds, default 1): the first, if it
-# serves no draft, starts while the build trains; nothing is timed before the build has ended; a
-# server that wrote no result is served again after the others. Every call follows the job for up
+# (benchmarks.kimi_build --reuse, which resumes a build a lost call left; --target-beside, the
+# target written while the narrow draft trains), and each server in the order given
+# (benchmarks.real_speedup --building, ROUNDS timed rounds, default 1): the first, if it serves no
+# draft, starts while the build trains; nothing is timed before the build has ended; a server that
+# wrote no result is served again after the others. Every call follows the job for up
 # to T seconds (default 520), then copies what exists into $OUT: kimi_build.json, kimi-ID.json per
 # server (written after every timed run) and logs.tgz. Exit: gpu_follow.sh's.
 set -u
@@ -25,7 +26,7 @@ if [ "${1:-}" = "--job" ]; then # inside the job, under tools/gpu_bundle.sh, in 
     built=$run/built
     rm -f "$built" "$run/kimi/kimi_build.json"
     (
-        python3 -m benchmarks.kimi_build "$run/kimi" --device cuda --reuse
+        python3 -m benchmarks.kimi_build "$run/kimi" --device cuda --reuse --target-beside
         status=$?
         [ $status = 0 ] && cp "$run/kimi/kimi_build.json" "$run/results/"
         echo $status > "$built.tmp" && mv "$built.tmp" "$built"

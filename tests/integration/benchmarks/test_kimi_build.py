@@ -223,13 +223,19 @@ def _stopped_build(out, module, name: str, stopping) -> None:
             kimi_build.build(out, SPEC, "cpu", log=lambda *_: None)
 
 
+def _with_narrow(built, out, *names):
+    """``out`` holding copies of ``built``'s folders ``names`` (narrow first)."""
+    out.mkdir()
+    for name in names:
+        shutil.copytree(built[name], out / name)
+    return out
+
+
 @pytest.mark.releases
 def test_the_target_is_published_before_the_narrow_draft_trains(built, tmp_path):
     """A server without a draft starts on the target while the narrow draft trains
     (``real_speedup --building``): the target is the second folder, made of the narrow model alone."""
-    out = tmp_path / "again"
-    out.mkdir()
-    shutil.copytree(built["narrow"], out / "narrow")
+    out = _with_narrow(built, tmp_path / "again", "narrow")
     seen = []
 
     def training(narrow, spec, device="cpu"):
@@ -242,6 +248,51 @@ def test_the_target_is_published_before_the_narrow_draft_trains(built, tmp_path)
             kimi_build.build(out, SPEC, "cpu", reuse=True, log=lambda *_: None)
     assert seen == [True]
     assert cache.manifest_digest(out / "target") == cache.manifest_digest(built["target"])
+
+
+@pytest.mark.releases
+def test_a_target_written_beside_the_narrow_draft_is_the_same_bytes(built, tmp_path):
+    """``target_beside``: the narrow draft starts training before the target is published (a
+    process of its own writes it), and the build ends with the same four folders' bytes."""
+    out = _with_narrow(built, tmp_path / "again", "narrow")
+    train, seen = kimi_build.train_narrow_draft, []
+
+    def training(narrow, spec, device="cpu"):
+        seen.append((out / "target" / cache.MANIFEST).exists())
+        return train(narrow, spec, device)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kimi_build, "train_narrow_draft", training)
+        result = kimi_build.build(out, SPEC, "cpu", reuse=True, target_beside=True, log=lambda *_: None)
+    assert seen == [False]
+    assert result["manifests"] == built["result"]["manifests"]
+    assert result["quality"] == built["result"]["quality"]
+    assert {"target: write", "target: in all"} <= set(result["timings"])  # the writer's, sent back
+
+
+@pytest.mark.releases
+def test_a_failed_target_writer_fails_the_build_and_says_how_to_resume(built, tmp_path):
+    out = _with_narrow(built, tmp_path / "again", "narrow", "narrow-draft")
+    (out / f"target{kimi_build.PARTIAL}").write_text("a file where the writer keeps its shards")
+    with pytest.raises(RuntimeError, match=r"target writer .* exited with 1.*--reuse"):
+        kimi_build.build(out, SPEC, "cpu", reuse=True, target_beside=True, log=lambda *_: None)
+    assert not (out / "target").exists()
+
+
+@pytest.mark.releases
+def test_a_stopped_build_leaves_no_target_writer_behind(built, tmp_path):
+    import multiprocessing
+
+    out = _with_narrow(built, tmp_path / "again", "narrow")
+
+    def training(narrow, spec, device="cpu"):
+        raise KeyboardInterrupt("stopped")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kimi_build, "train_narrow_draft", training)
+        with pytest.raises(KeyboardInterrupt):
+            kimi_build.build(out, SPEC, "cpu", reuse=True, target_beside=True, log=lambda *_: None)
+    assert [p.name for p in multiprocessing.active_children()] == []
 
 
 @pytest.mark.releases

@@ -70,7 +70,7 @@ def test_the_build_then_each_server_alone_with_its_concurrencies(tmp_path):
     assert "kimi: ended, exit 0" in first.stdout
     out = tmp_path / "out1"
     build = json.loads((out / "kimi_build.json").read_text())
-    assert build["argv"] == [str(tmp_path / "run" / "kimi"), "--device", "cuda", "--reuse"]
+    assert build["argv"] == [str(tmp_path / "run" / "kimi"), "--device", "cuda", "--reuse", "--target-beside"]
     plain = json.loads((out / "kimi-no-spec.json").read_text())
     assert plain[plain.index("--concurrency") + 1 : plain.index("--rounds")] == ["1", "4", "16", "64"]
     assert plain[plain.index("--building") + 1] == str(tmp_path / "run" / "built")
