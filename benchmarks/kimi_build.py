@@ -504,12 +504,13 @@ class TargetWriter:
         if self.process.exitcode != 0:
             raise RuntimeError(
                 f"the target writer (a process beside the narrow draft's training) exited with "
-                f"{self.process.exitcode}; its error is printed above. The narrow draft is kept: "
-                f"run the build again with --reuse to write the target alone, resuming its shards."
+                f"{self.process.exitcode}; its error is printed above. The drafts are kept: run the "
+                f"build again with --reuse to write the target alone, resuming its shards."
             )
         return self.timings.get(timeout=60)
 
     def stop(self) -> None:
+        """Ends the writer where it runs (its shards so far stay for ``--reuse``)."""
         if self.process.is_alive():
             self.process.terminate()
         self.process.join()
