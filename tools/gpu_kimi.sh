@@ -12,9 +12,9 @@
 # target written while the narrow draft trains), and each server in the order given
 # (benchmarks.real_speedup --building, ROUNDS timed rounds, default 1): the first, if it serves no
 # draft, starts while the build trains; nothing is timed before the build has ended; a server that
-# wrote no result is served again after the others. Every call follows the job for up
-# to T seconds (default 520), then copies what exists into $OUT: kimi_build.json, kimi-ID.json per
-# server (written after every timed run) and logs.tgz. Exit: gpu_follow.sh's.
+# wrote no result is served again after the others. Every call follows the job for up to T seconds
+# (default 520), then copies what exists into $OUT: kimi_build.json, kimi-ID.json per server
+# (written after every timed run) and logs.tgz. Exit: gpu_follow.sh's.
 set -u
 run=${RUN:-/tmp/kimi-run}
 if [ "${1:-}" = "--job" ]; then # inside the job, under tools/gpu_bundle.sh, in $run/src
@@ -53,7 +53,7 @@ if [ "${1:-}" = "--job" ]; then # inside the job, under tools/gpu_bundle.sh, in 
     [ "$(ended)" = 0 ] || exit 1
     exit 0
 fi
-[ $# -ge 2 ] || { sed -n 2,16p "$0" && exit 2; }
+[ $# -ge 2 ] || { sed -n '2,/^[^#]/{/^#/p}' "$0" && exit 2; } # usage: the comment above
 bundle=$(realpath "$1")
 shift
 mkdir -p "$run/results" "$run/logs"

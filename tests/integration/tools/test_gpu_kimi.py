@@ -137,3 +137,5 @@ def test_a_failed_build_serves_nothing(tmp_path):
 def test_usage(tmp_path):
     usage = subprocess.run(["bash", str(ROOT / "tools" / "gpu_kimi.sh")], capture_output=True, text=True)
     assert usage.returncode == 2 and "T=SECONDS bash tools/gpu_kimi.sh BUNDLE_DIR" in usage.stdout
+    assert usage.stdout.rstrip().endswith("Exit: gpu_follow.sh's.")  # the whole comment, no code
+    assert "set -u" not in usage.stdout
