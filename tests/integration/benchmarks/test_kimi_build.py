@@ -215,12 +215,13 @@ def test_the_wide_draft_covers_the_targets_context(spec):
     assert config["max_position_embeddings"] >= spec.text["max_position_embeddings"]
 
 
-def _stopped_build(out, module, name: str, stopping) -> None:
-    """A build into ``out`` stopped by ``stopping`` (put in place of ``module.name``)."""
+def _stopped_build(out, module, name: str, stopping, **options) -> None:
+    """A build into ``out`` stopped by ``stopping`` (put in place of ``module.name``);
+    ``options``: ``build``'s keyword arguments."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(module, name, stopping)
         with pytest.raises(KeyboardInterrupt):
-            kimi_build.build(out, SPEC, "cpu", log=lambda *_: None)
+            kimi_build.build(out, SPEC, "cpu", log=lambda *_: None, **options)
 
 
 def _with_narrow(built, out, *names):
@@ -242,10 +243,7 @@ def test_the_target_is_published_before_the_narrow_draft_trains(built, tmp_path)
         seen.append((out / "target" / cache.MANIFEST).exists())
         raise KeyboardInterrupt("stopped")
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(kimi_build, "train_narrow_draft", training)
-        with pytest.raises(KeyboardInterrupt):
-            kimi_build.build(out, SPEC, "cpu", reuse=True, log=lambda *_: None)
+    _stopped_build(out, kimi_build, "train_narrow_draft", training, reuse=True)
     assert seen == [True]
     assert cache.manifest_digest(out / "target") == cache.manifest_digest(built["target"])
 
@@ -288,10 +286,7 @@ def test_a_stopped_build_leaves_no_target_writer_behind(built, tmp_path):
     def training(narrow, spec, device="cpu"):
         raise KeyboardInterrupt("stopped")
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(kimi_build, "train_narrow_draft", training)
-        with pytest.raises(KeyboardInterrupt):
-            kimi_build.build(out, SPEC, "cpu", reuse=True, target_beside=True, log=lambda *_: None)
+    _stopped_build(out, kimi_build, "train_narrow_draft", training, reuse=True, target_beside=True)
     assert [p.name for p in multiprocessing.active_children()] == []
 
 
